@@ -1,0 +1,239 @@
+/**
+ * Gateway benchmark: autocannon against the fake provider directly, and through the gateway (capture on, Redis
+ * stream), in the same run, at 1 and 32 connections.
+ *
+ *   npx node bench/gateway/run.ts [--duration 10] [--warmup 2] [--connections 1,32] [--stream]
+ *
+ * Three processes: the fake provider (child), the gateway as shipped (`ledger serve --roles gateway` as a child,
+ * embedded database, REDIS_URL or the local Redis, a stream key of its own), and autocannon here. The direct
+ * baseline is measured the same way (same autocannon process, same fake provider process), so both runs pay the
+ * same load-generator cost. Latency at 1 connection is the mean of per-request times autocannon reports (its
+ * histogram has 1 ms resolution, so the times are taken from its response events).
+ *
+ * Targets (2-core machine): throughput at 32 connections >= 0.30 x direct; added latency at 1 connection <= 0.30 ms.
+ */
+import { type ChildProcess, spawn } from "node:child_process"
+import * as Fs from "node:fs"
+import { createRequire } from "node:module"
+import * as Net from "node:net"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import { createClient } from "redis"
+
+/** The part of autocannon's API used here (it ships no types). */
+interface AutocannonRun extends PromiseLike<{
+  readonly requests: { readonly total: number }
+  readonly errors: number
+  readonly non2xx: number
+  readonly timeouts: number
+  readonly statusCodeStats: Record<string, { readonly count: number }>
+}> {
+  on(event: "response", listener: (client: unknown, status: number, bytes: number, responseTime: number) => void): void
+}
+const autocannon = createRequire(import.meta.url)("autocannon") as (options: {
+  readonly url: string
+  readonly method: string
+  readonly headers: Record<string, string>
+  readonly body: string
+  readonly connections: number
+  readonly duration: number
+  readonly pipelining: number
+}) => AutocannonRun
+
+const args = process.argv.slice(2)
+const option = (name: string, fallback: string) => {
+  const at = args.indexOf(`--${name}`)
+  return at === -1 ? fallback : args[at + 1]!
+}
+const DURATION_S = Number(option("duration", "10"))
+const WARMUP_S = Number(option("warmup", "2"))
+const CONNECTIONS = option("connections", "1,32").split(",").map(Number)
+const STREAM = args.includes("--stream")
+const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379"
+const ROOT = Path.resolve(import.meta.dirname, "../..")
+
+const freePort = () =>
+  new Promise<number>((resolve, reject) => {
+    const server = Net.createServer()
+    server.once("error", reject)
+    server.listen(0, "127.0.0.1", () => {
+      const port = (server.address() as Net.AddressInfo).port
+      server.close(() => resolve(port))
+    })
+  })
+
+const children: Array<ChildProcess> = []
+const stopChildren = () => {
+  for (const child of children) if (child.exitCode === null) child.kill("SIGTERM")
+}
+process.on("exit", stopChildren)
+
+/** Starts a child, resolves with the first line it prints on stdout. */
+const startChild = (command: Array<string>, env: NodeJS.ProcessEnv, readyLine?: RegExp) =>
+  new Promise<{ child: ChildProcess; line: string; stderr: () => string }>((resolve, reject) => {
+    const child = spawn(process.execPath, command, { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] })
+    children.push(child)
+    let out = ""
+    let err = ""
+    child.stdout!.on("data", (chunk: Buffer) => {
+      out += chunk.toString()
+      const line = out.split("\n").find((l) => readyLine === undefined ? l.trim() !== "" : readyLine.test(l))
+      if (line !== undefined) resolve({ child, line, stderr: () => err })
+    })
+    child.stderr!.on("data", (chunk: Buffer) => {
+      err += chunk.toString()
+    })
+    child.once("exit", (code) => reject(new Error(`${command.join(" ")} exited with ${code}\n${err.slice(-2000)}`)))
+  })
+
+const waitFor = async (url: string) => {
+  const deadline = Date.now() + 60_000
+  while (Date.now() < deadline) {
+    try {
+      if ((await fetch(url)).ok) return
+    } catch {
+      // not listening yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+  throw new Error(`${url} did not come up`)
+}
+
+interface Measured {
+  readonly rps: number
+  readonly requests: number
+  readonly errors: number
+  /** what the errors were: non-2xx statuses and socket errors/timeouts */
+  readonly errorKinds: string
+  readonly meanMs: number
+  readonly p50Ms: number
+  readonly p99Ms: number
+}
+
+const measure = async (
+  url: string,
+  headers: Record<string, string>,
+  body: string,
+  connections: number,
+  duration: number
+): Promise<Measured> => {
+  const times: Array<number> = []
+  const instance = autocannon({ url, method: "POST", headers, body, connections, duration, pipelining: 1 })
+  instance.on("response", (_client: unknown, _status: number, _bytes: number, responseTime: number) => {
+    times.push(responseTime)
+  })
+  const result = await instance
+  times.sort((a, b) => a - b)
+  const quantile = (q: number) => times[Math.min(times.length - 1, Math.floor(q * times.length))] ?? 0
+  return {
+    rps: result.requests.total / duration,
+    requests: result.requests.total,
+    errors: result.errors + result.non2xx + result.timeouts,
+    errorKinds: [
+      ...Object.entries(result.statusCodeStats).filter(([status]) => !status.startsWith("2")).map(([status, { count }]) => `${count}x${status}`),
+      ...(result.errors > 0 ? [`${result.errors} socket errors`] : []),
+      ...(result.timeouts > 0 ? [`${result.timeouts} timeouts`] : [])
+    ].join(", "),
+    meanMs: times.reduce((sum, t) => sum + t, 0) / Math.max(1, times.length),
+    p50Ms: quantile(0.5),
+    p99Ms: quantile(0.99)
+  }
+}
+
+const main = async () => {
+  const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "ledger-bench-gateway-"))
+  const streamKey = `bench:gateway:${process.pid}:captures`
+  const redis = await createClient({ url: REDIS_URL }).connect()
+  try {
+    const fake = await startChild(["bench/gateway/fake-provider.ts"], process.env)
+    const fakeUrl = JSON.parse(fake.line).url as string
+    const gatewayPort = await freePort()
+    // no DATABASE_URL: the embedded database, whose first start writes the gateway key to credentials.json
+    const { DATABASE_URL: _external, ...inherited } = process.env
+    const gateway = await startChild(["bin/ledger.js", "serve", "--roles", "gateway"], {
+      ...inherited,
+      LEDGER_GATEWAY_PORT: String(gatewayPort),
+      LEDGER_API_PORT: String(await freePort()),
+      LEDGER_DATA_DIR: dataDir,
+      LEDGER_OPENAI_BASE_URL: `${fakeUrl}/v1`,
+      LEDGER_STREAM_KEY: streamKey,
+      LEDGER_LOG_LEVEL: "warn",
+      REDIS_URL
+    }, /ledger:/)
+    const gatewayUrl = `http://127.0.0.1:${gatewayPort}`
+    await waitFor(`${gatewayUrl}/healthz`)
+    const { gateway_key: gatewayKey } = JSON.parse(Fs.readFileSync(Path.join(dataDir, "credentials.json"), "utf8"))
+
+    // no builder reads this stream: keep it short so the benchmark does not fill the shared Redis
+    const trimmer = setInterval(() => void redis.xTrim(streamKey, "MAXLEN", 10_000, { strategyModifier: "~" }).catch(() => undefined), 500)
+
+    const messages = [{ role: "user", content: "Summarise the incident report for the payments outage in two sentences." }]
+    const direct = {
+      url: `${fakeUrl}/v1/chat/completions`,
+      headers: { "content-type": "application/json", authorization: "Bearer sk-bench" },
+      body: JSON.stringify({ model: "gpt-4o-mini", stream: STREAM, messages })
+    }
+    const viaGateway = {
+      url: `${gatewayUrl}/v1/chat/completions?agent_id=bench-agent&execution_id=bench`,
+      headers: {
+        "content-type": "application/json",
+        authorization: `Bearer ${gatewayKey}`,
+        "x-service-provider-api-key": "sk-bench"
+      },
+      body: JSON.stringify({ model: "openai/gpt-4o-mini", stream: STREAM, messages })
+    }
+
+    const rows: Array<{ connections: number; direct: Measured; gateway: Measured; load: string }> = []
+    for (const connections of CONNECTIONS) {
+      await measure(direct.url, direct.headers, direct.body, connections, WARMUP_S)
+      await measure(viaGateway.url, viaGateway.headers, viaGateway.body, connections, WARMUP_S)
+      const load = Os.loadavg().map((l) => l.toFixed(2)).join(" ")
+      const d = await measure(direct.url, direct.headers, direct.body, connections, DURATION_S)
+      const g = await measure(viaGateway.url, viaGateway.headers, viaGateway.body, connections, DURATION_S)
+      rows.push({ connections, direct: d, gateway: g, load })
+    }
+    clearInterval(trimmer)
+
+    const metrics = await (await fetch(`${gatewayUrl}/metrics`)).text()
+    const metric = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, "m").exec(metrics)?.[1] ?? NaN)
+    const published = metric("ledger_capture_published_total")
+    const spooled = metric("ledger_capture_spooled_total") || 0
+    const gatewayRequests = rows.reduce((sum, row) => sum + row.gateway.requests, 0)
+
+    const fmt = (n: number, digits = 3) => n.toFixed(digits)
+    const lines = [
+      `Gateway benchmark (${STREAM ? "streamed" : "non-streamed"} chat completions, ${DURATION_S} s per run after ${WARMUP_S} s warm-up)`,
+      `node ${process.version}, ${Os.cpus().length} CPUs (${Os.cpus()[0]?.model ?? "?"})`,
+      "",
+      "| connections | direct req/s | gateway req/s | ratio | direct mean / p50 ms | gateway mean / p50 / p99 ms | added mean / p50 ms | errors | load avg (1/5/15 min) |",
+      "|---|---|---|---|---|---|---|---|---|"
+    ]
+    for (const { connections, direct: d, gateway: g, load } of rows) {
+      lines.push(
+        `| ${connections} | ${fmt(d.rps, 0)} | ${fmt(g.rps, 0)} | ${fmt(g.rps / d.rps, 2)} | ${fmt(d.meanMs)} / ${fmt(d.p50Ms)} | ${fmt(g.meanMs)} / ${fmt(g.p50Ms)} / ${fmt(g.p99Ms)} | ${fmt(g.meanMs - d.meanMs)} / ${fmt(g.p50Ms - d.p50Ms)} | ${d.errors + g.errors} | ${load} |`
+      )
+    }
+    for (const { connections, direct: d, gateway: g } of rows) {
+      if (d.errors + g.errors > 0) lines.push(`errors at ${connections} connections: direct ${d.errorKinds || "none"}; gateway ${g.errorKinds || "none"}`)
+    }
+    lines.push("", `captures published to the Redis stream: ${published} (+${spooled} spooled) for ${gatewayRequests} measured gateway calls plus warm-up`)
+    const one = rows.find((row) => row.connections === 1)
+    const many = rows.find((row) => row.connections === 32)
+    if (one) {
+      lines.push(`added latency at 1 connection: mean ${fmt(one.gateway.meanMs - one.direct.meanMs)} ms, median ${fmt(one.gateway.p50Ms - one.direct.p50Ms)} ms (target <= 0.30)`)
+    }
+    if (many) lines.push(`throughput at 32 connections: ${fmt(many.gateway.rps / many.direct.rps, 2)} x direct (target >= 0.30)`)
+    const warnings = gateway.stderr().split("\n").filter((line) => line.trim() !== "")
+    if (warnings.length > 0) lines.push("", `gateway log (${warnings.length} lines, last 5):`, ...warnings.slice(-5))
+    console.log(lines.join("\n"))
+  } finally {
+    await redis.del(streamKey).catch(() => undefined)
+    await redis.del(`${streamKey}:dead`).catch(() => undefined)
+    redis.destroy()
+    stopChildren()
+    await new Promise((resolve) => setTimeout(resolve, 500))
+    Fs.rmSync(dataDir, { recursive: true, force: true })
+  }
+}
+
+await main()

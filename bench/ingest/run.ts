@@ -1,0 +1,241 @@
+/**
+ * Ingest benchmark (DESIGN §3): realistic captures published straight to the Redis capture stream, consumed by
+ * builder processes (`node bin/ledger.js serve --roles builder`) into a fresh PostgreSQL database.
+ *
+ *   npx node bench/ingest/run.ts [--builders 2] [--consumers 2] [--batch 500]
+ *                                [--rate 8000] [--seconds 20] [--latency-rate 1000] [--latency-seconds 20]
+ *
+ * Phase 1, sustained: captures are published open-loop at `--rate` (above what the builders can take, so they
+ * are never idle) for `--seconds`; the committed-decision count is sampled every 250 ms and the sustained rate
+ * is the slope over the steady part (after a 3 s warm-up, until publishing stops), besides the overall drain rate.
+ * The CPU time the builder processes and their PostgreSQL backends spend in that window, per decision, gives the
+ * rate two otherwise idle cores could sustain — a figure that holds up on a machine shared with other work.
+ * Phase 2, latency: `--latency-rate` captures/s for `--latency-seconds`, each stamped with its publish time as the
+ * end of the call; latency is the decision's `built_at` (clock_timestamp() of its insert, a few ms before commit)
+ * minus that time, reported as p50/p95/p99/max.
+ *
+ * Uses the local PostgreSQL and Redis like the tests: a database and a stream key of its own, removed afterwards.
+ */
+import { NodeRuntime } from "@effect/platform-node"
+import { Duration, Effect, Fiber, Layer, Option, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
+import * as ChildProcess from "node:child_process"
+import * as Crypto from "node:crypto"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import { parseArgs } from "node:util"
+import { StoreLive } from "../../layers/Store.ts"
+import { batchIds, CaptureStream } from "../../src/capture/CaptureStream.ts"
+import * as RedisCaptureStream from "../../src/capture/RedisCaptureStream.ts"
+import { LedgerConfig } from "../../src/config/LedgerConfig.ts"
+import { Credentials } from "../../src/store/Credentials.ts"
+import { DatabaseLive } from "../../src/store/Database.ts"
+import { testDatabase } from "../../test/support/db.ts"
+import { freePort } from "../../test/support/ports.ts"
+import { TEST_REDIS_URL, testKeyPrefix } from "../../test/support/redis.ts"
+import { testSettings } from "../../test/support/settings.ts"
+import { type CaptureIdentity, realisticCapture, TEMPLATE_COUNT } from "./captures.ts"
+
+const { values: args } = parseArgs({
+  options: {
+    builders: { type: "string", default: "2" },
+    consumers: { type: "string", default: "2" },
+    batch: { type: "string", default: "500" },
+    rate: { type: "string", default: "8000" },
+    seconds: { type: "string", default: "20" },
+    "latency-rate": { type: "string", default: "1000" },
+    "latency-seconds": { type: "string", default: "20" }
+  }
+})
+const BUILDERS = Number(args.builders)
+const CONSUMERS = Number(args.consumers)
+const BATCH = Number(args.batch)
+const RATE = Number(args.rate)
+const SECONDS = Number(args.seconds)
+const LATENCY_RATE = Number(args["latency-rate"])
+const LATENCY_SECONDS = Number(args["latency-seconds"])
+const TICK_MS = 10
+const AGENTS_PER_WORKSPACE = 50
+const ROOT = Path.resolve(import.meta.dirname, "../..")
+
+const log = (line: string) => Effect.sync(() => console.error(`[ingest] ${line}`))
+
+/** CPU seconds (user + system) the processes used so far; a process that exited counts as 0. */
+const CLOCK_TICKS_PER_SECOND = 100
+const cpuSeconds = (pids: ReadonlyArray<number>): Map<number, number> =>
+  new Map(pids.map((pid) => {
+    try {
+      const fields = Fs.readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
+      return [pid, (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND]
+    } catch {
+      return [pid, 0]
+    }
+  }))
+
+/** One builder process on the shared group (its pid); stopped (SIGTERM) with the scope. */
+const startBuilder = (env: Record<string, string>, index: number) =>
+  Effect.acquireRelease(
+    Effect.promise(async () => {
+      const port = await freePort()
+      const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), `ledger-bench-${index}-`))
+      const child = ChildProcess.spawn(process.execPath, [Path.join(ROOT, "bin/ledger.js"), "serve", "--roles", "builder"], {
+        cwd: ROOT,
+        env: { ...process.env, ...env, LEDGER_API_PORT: String(port), LEDGER_DATA_DIR: dataDir },
+        stdio: ["ignore", "ignore", "inherit"]
+      })
+      const stopped = new Promise<void>((resolve) => child.once("exit", () => resolve()))
+      const stop = async (signal: NodeJS.Signals) => {
+        if (child.exitCode === null && child.signalCode === null) child.kill(signal)
+        await stopped
+        Fs.rmSync(dataDir, { recursive: true, force: true })
+      }
+      for (let i = 0; i < 300; i++) {
+        const ready = await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.ok, () => false)
+        if (ready) return { pid: child.pid!, stop }
+        await new Promise((resolve) => setTimeout(resolve, 100))
+      }
+      await stop("SIGKILL")
+      throw new Error(`builder ${index} did not become ready`)
+    }),
+    (builder) => Effect.promise(() => builder.stop("SIGTERM"))
+  )
+
+/** Publishes `perSecond` captures per second for `seconds`, in ticks; returns how many were published. */
+const publishAt = (perSecond: number, seconds: number, make: (i: number, now: number) => string) =>
+  Effect.gen(function*() {
+    const stream = yield* CaptureStream
+    const nextBatch = batchIds()
+    const started = Date.now()
+    let published = 0
+    while (Date.now() - started < seconds * 1000) {
+      const due = Math.floor(((Date.now() - started) / 1000) * perSecond) - published
+      if (due > 0) {
+        const now = Date.now()
+        const count = Math.min(due, 2_000)
+        yield* stream.publish(Array.from({ length: count }, (_, i) => make(published + i, now)), nextBatch())
+        published += count
+      } else {
+        yield* Effect.sleep(Duration.millis(TICK_MS))
+      }
+    }
+    return published
+  })
+
+const countDecisions = (workspaces: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const [row] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM decisions WHERE workspace_id = ANY(${workspaces}::uuid[])`
+    return row!.n
+  })
+
+const program = Effect.gen(function*() {
+  const database = yield* testDatabase
+  const prefix = yield* testKeyPrefix("bench-ingest")
+  const streamKey = `${prefix}captures`
+  const settings = testSettings({
+    databaseUrl: Option.some(Redacted.make(database.url)),
+    redisUrl: Option.some(Redacted.make(TEST_REDIS_URL)),
+    streamKey
+  })
+  const context = yield* Layer.build(Layer.mergeAll(StoreLive, RedisCaptureStream.layer, DatabaseLive).pipe(Layer.provideMerge(LedgerConfig.layerFrom(settings))))
+  return yield* Effect.gen(function*() {
+    const credentials = yield* Credentials
+    const identities: Array<CaptureIdentity> = []
+    for (let i = 0; i < 4; i++) {
+      const created = yield* credentials.bootstrap({ tenant: `bench-${i}`, workspace: "ops", email: `bench-${i}@example.test`, role: "member" })
+      identities.push({ tenant_id: created.tenant_id, workspace_id: created.workspace_id, user_id: created.user_id, key_id: Crypto.randomUUID() })
+    }
+    const latencyIdentity = identities.pop()!
+    const sustainedWorkspaces = identities.map((identity) => identity.workspace_id)
+
+    const env = {
+      DATABASE_URL: database.url,
+      REDIS_URL: TEST_REDIS_URL,
+      LEDGER_STREAM_KEY: streamKey,
+      LEDGER_BUILDER_CONSUMERS: String(CONSUMERS),
+      LEDGER_BUILDER_BATCH_SIZE: String(BATCH),
+      LEDGER_LOG_LEVEL: "warn"
+    }
+    yield* log(`machine: ${Os.cpus().length} cores, load ${Os.loadavg().map((l) => l.toFixed(2)).join(" ")}`)
+    yield* log(`starting ${BUILDERS} builder processes × ${CONSUMERS} consumers, batch ${BATCH}`)
+    const builders = yield* Effect.forEach(Array.from({ length: BUILDERS }, (_, i) => i), (i) => startBuilder(env, i), { concurrency: "unbounded" })
+    const sql = yield* SqlClient.SqlClient
+    const pipelinePids = Effect.map(
+      sql<{ pid: number }>`SELECT pid FROM pg_stat_activity WHERE datname = ${database.name} AND pid <> pg_backend_pid()`,
+      (rows) => [...builders.map((builder) => builder.pid), ...rows.map((row) => row.pid)]
+    )
+
+    // --- phase 1: sustained throughput
+    yield* log(`sustained: publishing ${RATE}/s for ${SECONDS} s`)
+    const samples: Array<{ t: number; n: number; cpu: Map<number, number> }> = []
+    const started = Date.now()
+    const sampler = yield* Effect.forkChild(
+      Effect.gen(function*() {
+        const cpu = cpuSeconds(yield* pipelinePids)
+        samples.push({ t: Date.now() - started, n: yield* countDecisions(sustainedWorkspaces), cpu })
+        yield* Effect.sleep("250 millis")
+      }).pipe(Effect.forever)
+    )
+    const published = yield* publishAt(RATE, SECONDS, (i, now) => {
+      const identity = identities[i % identities.length]!
+      const agent = Math.floor(i / identities.length) % AGENTS_PER_WORKSPACE
+      return JSON.stringify(realisticCapture(identity, { agent_id: `agent-${agent}`, agent_name: `Agent ${agent}`, started_at: now - 1_500, variant: i % TEMPLATE_COUNT }))
+    })
+    const publishedFor = (Date.now() - started) / 1000
+    while ((yield* countDecisions(sustainedWorkspaces)) < published) yield* Effect.sleep("100 millis")
+    const drainedAt = (Date.now() - started) / 1000
+    yield* Fiber.interrupt(sampler)
+    const steady = samples.filter((s) => s.t >= 3_000 && s.t <= publishedFor * 1000)
+    const [first, last] = [steady[0]!, steady.at(-1)!]
+    const slope = ((last.n - first.n) / (last.t - first.t)) * 1000
+    // CPU of the processes present at both ends of the window (a backend that came or went is left out)
+    const builderPids = new Set(builders.map((builder) => builder.pid))
+    let cpu = 0
+    let builderCpu = 0
+    for (const [pid, seconds] of last.cpu) {
+      const used = seconds - (first.cpu.get(pid) ?? seconds)
+      cpu += used
+      if (builderPids.has(pid)) builderCpu += used
+    }
+    const perDecision = (seconds: number) => Number(((seconds * 1000) / (last.n - first.n)).toFixed(3))
+    const cpuMsPerDecision = perDecision(cpu)
+    yield* log(`published ${published} in ${publishedFor.toFixed(1)} s; all committed after ${drainedAt.toFixed(1)} s`)
+    const sustained = {
+      published,
+      steady_rate: Math.round(slope),
+      drain_rate: Math.round(published / drainedAt),
+      cpu_ms_per_decision: { total: cpuMsPerDecision, builders: perDecision(builderCpu), postgres: perDecision(cpu - builderCpu) },
+      capacity_on_two_idle_cores: Math.round(2_000 / cpuMsPerDecision)
+    }
+
+    // --- phase 2: latency at a moderate rate
+    yield* log(`latency: publishing ${LATENCY_RATE}/s for ${LATENCY_SECONDS} s`)
+    const latencyPublished = yield* publishAt(LATENCY_RATE, LATENCY_SECONDS, (i, now) =>
+      JSON.stringify(realisticCapture(latencyIdentity, { agent_id: `agent-${i % AGENTS_PER_WORKSPACE}`, started_at: now - 1_500, duration_ms: 1_500, variant: i % TEMPLATE_COUNT })))
+    while ((yield* countDecisions([latencyIdentity.workspace_id])) < latencyPublished) yield* Effect.sleep("100 millis")
+    const [latency] = yield* sql<{ p50: number; p95: number; p99: number; max: number }>`
+      SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY ms) AS p50, percentile_cont(0.95) WITHIN GROUP (ORDER BY ms) AS p95,
+             percentile_cont(0.99) WITHIN GROUP (ORDER BY ms) AS p99, max(ms) AS max
+      FROM (SELECT extract(epoch FROM built_at - captured_at) * 1000 AS ms FROM decisions WHERE workspace_id = ${latencyIdentity.workspace_id}::uuid) l`
+
+    const result = {
+      builders: BUILDERS,
+      consumers_per_builder: CONSUMERS,
+      batch: BATCH,
+      sustained,
+      latency: {
+        rate: LATENCY_RATE,
+        captures: latencyPublished,
+        p50_ms: Math.round(latency!.p50),
+        p95_ms: Math.round(latency!.p95),
+        p99_ms: Math.round(latency!.p99),
+        max_ms: Math.round(latency!.max)
+      },
+      machine: { cores: Os.cpus().length, load_after: Os.loadavg().map((l) => Number(l.toFixed(2))) }
+    }
+    console.log(JSON.stringify(result, null, 2))
+  }).pipe(Effect.provide(context))
+})
+
+NodeRuntime.runMain(Effect.scoped(program))

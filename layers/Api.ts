@@ -1,0 +1,17 @@
+/**
+ * The API role's routes: ops, REST `/v1` and `/docs`, MCP `/mcp` with OAuth. The read model they share is
+ * provided once, here.
+ */
+import { Layer } from "effect"
+import { DocsRoute, RestRoutes } from "../src/api/RestRoutes.ts"
+import { McpRoutesLive } from "../src/mcp/McpRoutes.ts"
+import { OpsRoutes } from "../src/ops/Health.ts"
+import { LedgerQuery } from "../src/query/LedgerQuery.ts"
+import { AnalyticsQueryLive } from "./Analytics.ts"
+
+export const ApiRoutesLive = Layer.mergeAll(
+  OpsRoutes,
+  RestRoutes,
+  DocsRoute,
+  McpRoutesLive
+).pipe(Layer.provide(Layer.mergeAll(LedgerQuery.layer, AnalyticsQueryLive)))

@@ -1,0 +1,310 @@
+/**
+ * The decision builder (DESIGN §3 promises 3–5): consumers of the capture stream's group that turn each batch of
+ * captures into decisions, in one transaction per batch, and acknowledge after commit.
+ *
+ * Failure handling, by what failed:
+ * - a payload that is not a storable capture, or whose derivation throws: dead-lettered with the reason, at once;
+ * - the database unreachable (connection, timeout, lock conflicts): the batch is retried with capped exponential
+ *   backoff until it commits — nothing is acknowledged meanwhile, so nothing is lost;
+ * - Postgres refusing the data (invalid value, constraint, size limit): the batch is split in halves until the
+ *   capture at fault is found and dead-lettered with Postgres's message; the others commit;
+ * - any other database error: a few retries, then the batch is released unacknowledged; it comes back through the
+ *   reclaimer, and an entry delivered more than `maxDeliveries` times goes to the dead letters with the last reason.
+ *
+ * Consumers and the reclaimer are supervised fibers of the layer's scope (restarted with backoff, interrupted on
+ * shutdown). An interrupted batch leaves its entries pending; they are reclaimed and rebuilt idempotently.
+ */
+import { Cause, Clock, Context, Duration, Effect, Exit, Layer, Metric, Result, Schedule } from "effect"
+import { SqlError } from "effect/sql"
+import * as Crypto from "node:crypto"
+import * as Os from "node:os"
+import { CaptureStream, type StreamEntry, type StreamUnavailable } from "../capture/CaptureStream.ts"
+import { LedgerConfig } from "../config/LedgerConfig.ts"
+import { DatabaseUnavailable } from "../domain/errors.ts"
+import { buildLatency, builderRetries, capturesDeadLettered, decisionsBuilt } from "../ops/PipelineMetrics.ts"
+import { ScopedSql, TenantSql } from "../store/TenantSql.ts"
+import { decodeEntry, type Reconstruction, reconstruct } from "./reconstruct.ts"
+import { pruneThroughput, storeBatch } from "./store.ts"
+
+/** What one batch came to. */
+export interface BatchOutcome {
+  /** decisions inserted */
+  readonly built: number
+  /** entries whose decision already existed (redelivered or published twice) */
+  readonly duplicates: number
+  readonly deadLettered: number
+  /** entries left unacknowledged after repeated unexplained failures (redelivered by the reclaimer) */
+  readonly released: number
+}
+
+interface Pending {
+  readonly entry: StreamEntry
+  readonly reconstruction: Reconstruction
+}
+
+interface Stored {
+  readonly committed: ReadonlyArray<Pending>
+  readonly inserted: ReadonlySet<string>
+  readonly deadLettered: number
+  readonly released: ReadonlyArray<Pending>
+}
+
+/** Waiting for a blocked read; short enough that shutdown is prompt. */
+const READ_BLOCK_MS = 2_000
+/** A batch transaction that takes longer is abandoned and retried (a hung connection, not a slow batch). */
+const BATCH_TIMEOUT = Duration.seconds(60)
+/** Unexplained database errors tolerated for one batch before it is released to redelivery. */
+const OTHER_FAILURE_ATTEMPTS = 3
+const BACKOFF_BASE_MS = 100
+const BACKOFF_CAP_MS = 5_000
+const PRUNE_INTERVAL = Duration.minutes(5)
+/** failure reasons remembered for `maxDeliveries` dead letters (bounded; oldest forgotten first) */
+const REMEMBERED_FAILURES = 10_000
+
+/** Capped exponential backoff with jitter, so many builders do not retry in lockstep. */
+const backoff = (attempt: number) =>
+  Duration.millis(Math.min(BACKOFF_BASE_MS * 2 ** Math.min(attempt - 1, 16), BACKOFF_CAP_MS) * (0.8 + Math.random() * 0.4))
+
+/** Restarts for a loop that died: quick at first, then every 10 s at most. */
+const RESTART = Schedule.min([Schedule.exponential("200 millis"), Schedule.spaced("10 seconds")])
+
+type FailureKind = "unavailable" | "data" | "other"
+
+/** SQLSTATE classes of a database that is down or overloaded rather than refusing this data. */
+const UNAVAILABLE_STATES = /^(08|53|57P)/
+/** SQLSTATE classes of data Postgres refuses: data exception, integrity constraint, program limit (size). */
+const DATA_STATES = /^(22|23|54)/
+const ENCODING_ERRORS = new Set(["PgTypesCodecError", "PgProtocolEncodeError"])
+
+/**
+ * Sorts a failed batch write by what to do about it. It takes whatever the write failed with — a typed failure, or a
+ * defect (a connection lost mid-transaction can surface as one, from the rollback).
+ */
+export const classifyFailure = (error: unknown): { kind: FailureKind; reason: string } => {
+  if (error === "timeout") return { kind: "unavailable", reason: `batch did not commit within ${Duration.format(BATCH_TIMEOUT)}` }
+  const unwrapped = error instanceof DatabaseUnavailable ? error.cause : error
+  if (!SqlError.isSqlError(unwrapped)) {
+    return { kind: "other", reason: unwrapped instanceof Error ? unwrapped.message : String(unwrapped) }
+  }
+  const cause = unwrapped.reason.cause as { readonly code?: unknown; readonly message?: unknown; readonly _tag?: unknown } | undefined
+  const state = typeof cause?.code === "string" ? cause.code : undefined
+  const message = typeof cause?.message === "string" ? cause.message : unwrapped.message
+  if (unwrapped.isRetryable || (state !== undefined && UNAVAILABLE_STATES.test(state))) return { kind: "unavailable", reason: message }
+  const encoding = typeof cause?._tag === "string" && ENCODING_ERRORS.has(cause._tag)
+  if (encoding || (state !== undefined && DATA_STATES.test(state))) return { kind: "data", reason: message }
+  return { kind: "other", reason: state === undefined ? message : `${message} (SQLSTATE ${state})` }
+}
+
+/** `host-pid-random`: unique per process, so builders on several machines share the group without clashing. */
+const processConsumerName = () =>
+  `${Os.hostname()}-${process.pid}-${Crypto.randomBytes(3).toString("hex")}`.replace(/[^\w.-]/g, "_")
+
+export class DecisionBuilder extends Context.Service<DecisionBuilder, {
+  /** Builds the decisions of delivered entries and acknowledges them after commit (see the module comment). */
+  process(consumer: string, entries: ReadonlyArray<StreamEntry>): Effect.Effect<BatchOutcome>
+}>()("ledger/builder/DecisionBuilder") {
+  static readonly layer = Layer.effect(
+    DecisionBuilder,
+    Effect.gen(function*() {
+      const settings = yield* LedgerConfig
+      const stream = yield* CaptureStream
+      const tenantSql = yield* TenantSql
+      const gapMs = settings.sessionGapMinutes * 60_000
+      const failures = new Map<string, string>()
+
+      const remember = (ids: ReadonlyArray<string>, reason: string) => {
+        for (const id of ids) {
+          failures.delete(id)
+          failures.set(id, reason)
+        }
+        for (const id of failures.keys()) {
+          if (failures.size <= REMEMBERED_FAILURES) break
+          failures.delete(id)
+        }
+      }
+
+      /** Retries a stream operation until Redis answers (the work stays in the stream meanwhile). */
+      const untilStreamAnswers = <A>(operation: string, effect: Effect.Effect<A, StreamUnavailable>) =>
+        effect.pipe(
+          Effect.tapError((error) => Effect.logWarning(`capture stream ${operation} failed; retrying`, { error: error.message })),
+          Effect.retry({ schedule: Schedule.min([Schedule.exponential(`${BACKOFF_BASE_MS} millis`), Schedule.spaced(`${BACKOFF_CAP_MS} millis`)]) }),
+          // the schedule never ends: this cannot fail
+          Effect.orDie
+        )
+
+      const deadLetter = (entry: StreamEntry, reason: string) =>
+        untilStreamAnswers("dead-letter", stream.deadLetter(entry, reason)).pipe(
+          Effect.andThen(Metric.update(capturesDeadLettered, 1)),
+          Effect.andThen(Effect.logWarning("capture moved to the dead letters", { entry: entry.id, deliveries: entry.deliveries, reason })),
+          Effect.andThen(Effect.sync(() => failures.delete(entry.id)))
+        )
+
+      const store = (consumer: string, items: ReadonlyArray<Pending>): Effect.Effect<Stored> =>
+        Effect.gen(function*() {
+          if (items.length === 0) return { committed: [], inserted: new Set<string>(), deadLettered: 0, released: [] }
+          let attempt = 0
+          let unexplained = 0
+          while (true) {
+            const result = yield* storeBatch(items.map((item) => item.reconstruction), { gapMs, consumer }).pipe(
+              Effect.provideService(TenantSql, tenantSql),
+              Effect.timeoutOrElse({ duration: BATCH_TIMEOUT, orElse: () => Effect.fail("timeout" as const) }),
+              Effect.exit
+            )
+            if (Exit.isSuccess(result)) {
+              if (attempt > 0) yield* Effect.logInfo("batch committed after retrying", { attempts: attempt + 1, captures: items.length })
+              return { committed: items, inserted: result.value.inserted, deadLettered: 0, released: [] }
+            }
+            if (Cause.hasInterruptsOnly(result.cause)) return yield* Effect.interrupt
+            const failure = classifyFailure(Cause.squash(result.cause))
+            attempt++
+            if (failure.kind === "data") {
+              if (items.length === 1) {
+                yield* deadLetter(items[0]!.entry, `database refused the decision: ${failure.reason}`)
+                return { committed: [], inserted: new Set<string>(), deadLettered: 1, released: [] }
+              }
+              // find the capture at fault; the rest of the batch commits
+              const half = Math.ceil(items.length / 2)
+              const first = yield* store(consumer, items.slice(0, half))
+              const second = yield* store(consumer, items.slice(half))
+              return {
+                committed: [...first.committed, ...second.committed],
+                inserted: new Set([...first.inserted, ...second.inserted]),
+                deadLettered: first.deadLettered + second.deadLettered,
+                released: [...first.released, ...second.released]
+              }
+            }
+            remember(items.map((item) => item.entry.id), failure.reason)
+            if (failure.kind === "other" && ++unexplained >= OTHER_FAILURE_ATTEMPTS) {
+              yield* Effect.logError("batch failed repeatedly; leaving it to redelivery", { captures: items.length, error: failure.reason })
+              return { committed: [], inserted: new Set<string>(), deadLettered: 0, released: items }
+            }
+            const delay = backoff(attempt)
+            yield* Metric.update(builderRetries, 1)
+            // a long outage logs its first failures, then one line a minute or so
+            if (attempt <= 3 || attempt % 12 === 0) {
+              yield* Effect.logWarning("batch write failed; backing off", {
+                captures: items.length,
+                attempt,
+                retry_in_ms: Math.round(Duration.toMillis(delay)),
+                error: failure.reason
+              })
+            }
+            yield* Effect.sleep(delay)
+          }
+        })
+
+      const process = Effect.fn("DecisionBuilder.process")(function*(consumer: string, entries: ReadonlyArray<StreamEntry>) {
+        let deadLettered = 0
+        const pending: Array<Pending> = []
+        for (const entry of entries) {
+          if (entry.deliveries > settings.maxDeliveries) {
+            const last = failures.get(entry.id) ?? "unknown (the consumers holding it stopped or timed out before finishing)"
+            yield* deadLetter(entry, `delivered ${entry.deliveries} times without being built; last failure: ${last}`)
+            deadLettered++
+            continue
+          }
+          const built = yield* Effect.result(Effect.flatMap(decodeEntry(entry.payload), reconstruct))
+          if (Result.isFailure(built)) {
+            yield* deadLetter(entry, built.failure.message)
+            deadLettered++
+            continue
+          }
+          pending.push({ entry, reconstruction: built.success })
+        }
+
+        const stored = yield* store(consumer, pending)
+        if (stored.committed.length > 0) {
+          yield* untilStreamAnswers("ack", stream.ack(stored.committed.map((item) => item.entry.id)))
+          for (const item of stored.committed) failures.delete(item.entry.id)
+        }
+        const now = yield* Clock.currentTimeMillis
+        for (const item of stored.committed) {
+          if (stored.inserted.has(item.reconstruction.capture.ledger_id)) {
+            yield* Metric.update(buildLatency, Math.max(0, now - item.reconstruction.capture.ended_at) / 1000)
+          }
+        }
+        yield* Metric.update(decisionsBuilt, stored.inserted.size)
+        return {
+          built: stored.inserted.size,
+          duplicates: stored.committed.length - stored.inserted.size,
+          deadLettered: deadLettered + stored.deadLettered,
+          released: stored.released.length
+        }
+      })
+
+      return DecisionBuilder.of({ process })
+    })
+  )
+}
+
+/** Keeps a loop running: a failure or defect is logged and the loop restarts with backoff; interruption stops it. */
+const supervise = <R>(name: string, loop: Effect.Effect<unknown, unknown, R>) =>
+  loop.pipe(
+    Effect.catchCause((cause) =>
+      Cause.hasInterruptsOnly(cause)
+        ? Effect.failCause(cause)
+        : Effect.logError(`${name} stopped; restarting`, { cause: Cause.pretty(cause) }).pipe(Effect.andThen(Effect.fail(cause)))
+    ),
+    Effect.retry({ schedule: RESTART }),
+    Effect.forkScoped
+  )
+
+/**
+ * The builder role's fibers: `builderConsumers` consumers of the group, a reclaimer taking over entries idle longer
+ * than `reclaimIdleMs` (a dead consumer's), and the throughput pruner.
+ */
+export const BuilderWorkers = Layer.effectDiscard(Effect.gen(function*() {
+  const settings = yield* LedgerConfig
+  const stream = yield* CaptureStream
+  const tenantSql = yield* TenantSql
+  const builder = yield* DecisionBuilder
+  const name = processConsumerName()
+
+  const consume = (consumer: string) =>
+    Effect.gen(function*() {
+      const entries = yield* stream.read(consumer, { count: settings.builderBatchSize, blockMs: READ_BLOCK_MS }).pipe(
+        Effect.catch((error) =>
+          Effect.logWarning("capture stream read failed; retrying", { consumer, error: error.message }).pipe(
+            Effect.andThen(Effect.sleep(Duration.millis(BACKOFF_CAP_MS / 5))),
+            Effect.as([])
+          )
+        )
+      )
+      if (entries.length > 0) yield* builder.process(consumer, entries)
+    }).pipe(Effect.forever)
+
+  // Reclaiming while the database is down would only move entries between stuck consumers and count deliveries
+  // against them: probe first.
+  const databaseAnswers = tenantSql.control(ScopedSql.use((sql) => sql`SELECT 1`)).pipe(
+    Effect.timeout(Duration.seconds(2)),
+    Effect.as(true),
+    Effect.catchCause(() => Effect.succeed(false))
+  )
+  const reclaimer = `${name}-reclaimer`
+  const reclaimEvery = Duration.millis(Math.min(Math.max(settings.reclaimIdleMs / 4, 250), 15_000))
+  const reclaim = Effect.gen(function*() {
+    yield* Effect.sleep(reclaimEvery)
+    if (!(yield* databaseAnswers)) return
+    while (true) {
+      const entries = yield* stream.reclaim(reclaimer, { minIdleMs: settings.reclaimIdleMs, count: settings.builderBatchSize })
+      if (entries.length === 0) return
+      yield* Effect.logInfo("reclaimed idle captures", { count: entries.length })
+      yield* builder.process(reclaimer, entries)
+      if (entries.length < settings.builderBatchSize) return
+    }
+  }).pipe(
+    Effect.catch((error) => Effect.logWarning("reclaim failed; retrying", { error: error.message })),
+    Effect.forever
+  )
+  const prune = pruneThroughput.pipe(
+    Effect.provideService(TenantSql, tenantSql),
+    Effect.catch((error) => Effect.logDebug("throughput prune failed", { error: error.message })),
+    Effect.delay(PRUNE_INTERVAL),
+    Effect.forever
+  )
+
+  for (let i = 0; i < settings.builderConsumers; i++) yield* supervise(`builder consumer ${i}`, consume(`${name}-${i}`))
+  yield* supervise("builder reclaimer", reclaim)
+  yield* supervise("throughput pruner", prune)
+  yield* Effect.logInfo("decision builder started", { consumer: name, consumers: settings.builderConsumers })
+}))

@@ -1,0 +1,156 @@
+/**
+ * Text helpers shared by the derivation modules: truncation, hashing, safe JSON, markdown fences,
+ * and the URL / file-path scanners used by both evidence and subjects.
+ */
+import { createHash } from "node:crypto"
+
+/** Longest excerpt kept for trace steps and evidence; the hash always covers the full text. */
+const EXCERPT_CHARS = 500
+
+/** Cuts `text` to at most `max` characters, marking the cut with an ellipsis. */
+export const truncate = (text: string, max: number): string =>
+  text.length <= max ? text : `${text.slice(0, max - 1).trimEnd()}…`
+
+/** A trimmed excerpt for display in trace steps and evidence. */
+export const excerpt = (text: string): string => truncate(text.trim(), EXCERPT_CHARS)
+
+export const collapseWhitespace = (text: string): string => text.replace(/\s+/g, " ").trim()
+
+export const sha256Hex = (text: string): string => createHash("sha256").update(text, "utf8").digest("hex")
+
+/** `JSON.parse` that answers `undefined` instead of throwing. */
+export const parseJson = (text: string): unknown => {
+  try {
+    return JSON.parse(text)
+  } catch {
+    return undefined
+  }
+}
+
+/** True when `text` is a JSON object or array (the shapes a structured output takes). */
+export const isJsonDocument = (text: string): boolean => {
+  const trimmed = text.trim()
+  if (!trimmed.startsWith("{") && !trimmed.startsWith("[")) return false
+  const value = parseJson(trimmed)
+  return typeof value === "object" && value !== null
+}
+
+export interface FencedBlock {
+  /** the fence's info string as written, e.g. `ts title="src/app.ts"` */
+  readonly info: string
+  /** first word of the info string, lowercased; undefined for a bare fence */
+  readonly language: string | undefined
+  readonly content: string
+  /** the closest non-blank prose line above the fence (often "Update `src/app.ts`:") */
+  readonly precedingLine: string
+}
+
+export interface FencedText {
+  /** the text with every fenced block replaced by a blank line */
+  readonly prose: string
+  readonly blocks: ReadonlyArray<FencedBlock>
+}
+
+const FENCE_OPEN = /^ {0,3}(`{3,}|~{3,})\s*(.*)$/
+const FENCE_CLOSE = /^ {0,3}(`{3,}|~{3,})\s*$/
+
+/**
+ * Splits markdown into prose and fenced code blocks. An unclosed fence runs to the end of the text,
+ * which is what a truncated answer looks like.
+ */
+export const splitFences = (text: string): FencedText => {
+  const prose: Array<string> = []
+  const blocks: Array<FencedBlock> = []
+  let open: { fence: string; info: string; precedingLine: string; lines: Array<string> } | undefined
+  let lastProseLine = ""
+  const closeBlock = (block: NonNullable<typeof open>) => {
+    const info = block.info.trim()
+    const language = info.split(/[\s:{]/, 1)[0]?.toLowerCase()
+    blocks.push({
+      info,
+      language: language === "" ? undefined : language,
+      content: block.lines.join("\n"),
+      precedingLine: block.precedingLine
+    })
+  }
+  for (const line of text.split(/\r?\n/)) {
+    if (open !== undefined) {
+      const closing = FENCE_CLOSE.exec(line)?.[1]
+      if (closing !== undefined && closing[0] === open.fence[0] && closing.length >= open.fence.length) {
+        closeBlock(open)
+        open = undefined
+        prose.push("")
+        lastProseLine = ""
+      } else {
+        open.lines.push(line)
+      }
+      continue
+    }
+    const opening = FENCE_OPEN.exec(line)
+    // a backtick fence's info string may not contain backticks (CommonMark), which rules out inline code
+    if (opening !== null && !(opening[1]!.startsWith("`") && opening[2]!.includes("`"))) {
+      open = { fence: opening[1]!, info: opening[2]!, precedingLine: lastProseLine, lines: [] }
+      continue
+    }
+    prose.push(line)
+    if (line.trim() !== "") lastProseLine = line.trim()
+  }
+  if (open !== undefined) closeBlock(open)
+  return { prose: prose.join("\n"), blocks }
+}
+
+const URL_PATTERN = /\bhttps?:\/\/[^\s<>"'`\\)\]}]+/gi
+const TRAILING_PUNCTUATION = /[.,;:!?*_]+$/
+
+/** http(s) URLs mentioned in `text`, in order of appearance, without trailing sentence punctuation. */
+export const findUrls = (text: string): Array<string> =>
+  Array.from(text.matchAll(URL_PATTERN), (match) => match[0].replace(TRAILING_PUNCTUATION, ""))
+
+const FILE_EXTENSIONS = [
+  "ts", "tsx", "mts", "cts", "js", "jsx", "mjs", "cjs", "py", "ipynb", "rb", "go", "rs", "java", "kt", "kts",
+  "scala", "swift", "c", "h", "cc", "cpp", "hpp", "cs", "php", "pl", "lua", "dart", "ex", "exs", "erl", "hs",
+  "sql", "prisma", "graphql", "gql", "proto", "md", "mdx", "rst", "txt", "json", "jsonc", "yaml", "yml", "toml",
+  "ini", "cfg", "conf", "env", "properties", "xml", "html", "htm", "css", "scss", "sass", "less", "vue",
+  "svelte", "sh", "bash", "zsh", "ps1", "tf", "tfvars", "hcl", "gradle", "lock", "csv", "tsv", "log", "pdf",
+  "docx", "xlsx", "png", "jpg", "jpeg", "gif", "svg"
+].join("|")
+const EXTENSIONLESS_FILES = "Dockerfile|Makefile|Procfile|Gemfile|Jenkinsfile|Containerfile"
+
+/**
+ * A path-like token: optional `~`, `./` or `/` root, directory segments, then a name with a known extension
+ * (or a well-known extensionless build file). The look-arounds keep it from starting or ending inside a word;
+ * the bounded repetitions keep a long blob (base64 is made of these characters) from costing quadratic time.
+ */
+const FILE_PATH_PATTERN = new RegExp(
+  String.raw`(?<![\w/.@+-])((?:~\/|\.{1,2}\/|\/)?(?:[\w@+-][\w@.+-]{0,99}\/){0,24}(?:[\w@+-][\w@.+-]{0,99}\.(?:${FILE_EXTENSIONS})|${EXTENSIONLESS_FILES}))(?![\w/-])`,
+  "g"
+)
+/** Product names that look like file names ("Node.js"). */
+const NOT_FILES = /^(?:node|next|nuxt|vue|react|express|three|chart|d3|p5|ember|backbone|alpine|solid|nest)\.js$/i
+
+/**
+ * What every path contains: a name character, a dot and an extension's first letter — or a well-known file name.
+ * Most texts have none, and this test is far cheaper than the full pattern.
+ */
+const FILE_HINT = new RegExp(String.raw`[\w@.+-]\.[a-z]|${EXTENSIONLESS_FILES}`)
+
+/** File paths mentioned in `text` (URLs excluded), as written, in order of appearance. */
+export const findFilePaths = (text: string): Array<string> =>
+  FILE_HINT.test(text)
+    ? Array.from(text.replace(URL_PATTERN, " ").matchAll(FILE_PATH_PATTERN), (match) => match[1]!).filter(
+      (path) => !NOT_FILES.test(path)
+    )
+    : []
+
+/** Keeps the first item for each key, preserving order. */
+export const uniqueBy = <A>(items: Iterable<A>, key: (item: A) => string): Array<A> => {
+  const seen = new Set<string>()
+  const kept: Array<A> = []
+  for (const item of items) {
+    const k = key(item)
+    if (seen.has(k)) continue
+    seen.add(k)
+    kept.push(item)
+  }
+  return kept
+}

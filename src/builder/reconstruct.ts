@@ -1,0 +1,186 @@
+/**
+ * Reconstruction (DESIGN §5): a delivered stream payload → a capture the ledger can store → the decision's
+ * derived parts. The same functions serve the builder (from the stream) and `ledger rebuild` (from stored rows).
+ */
+import { Effect, Schema } from "effect"
+import { Capture, decodeCapture } from "../domain/capture.ts"
+import type { Derivation } from "../domain/decision.ts"
+import { readCall } from "./derive/chat.ts"
+import { deriveFromCall } from "./derive/derive.ts"
+import { extractSubjectsFromCall, type Subject } from "./derive/subjects.ts"
+
+const Uuid = Schema.String.check(Schema.isUUID())
+/** agent and execution ids are keys of indexes and advisory locks: bounded, never empty */
+const Identifier = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(512))
+/** epoch ms between 1970 and 2100: what a timestamptz column and the latency arithmetic can hold */
+const EpochMs = Schema.Number.check(Schema.isBetween({ minimum: 0, maximum: Date.UTC(2100, 0, 1) }))
+/** a duration that fits the int columns (latency, first token, upstream time) */
+const MAX_DURATION_MS = 2 ** 31 - 1
+
+/**
+ * A capture the builder can store: `Capture` with the ids the ledger keys on as uuids and times in range. A capture
+ * that fails this is dead-lettered with the reason instead of failing its whole batch in Postgres.
+ */
+export const StorableCapture = Schema.Struct({
+  ...Capture.fields,
+  ledger_id: Uuid,
+  tenant_id: Uuid,
+  workspace_id: Uuid,
+  user_id: Uuid,
+  key_id: Uuid,
+  agent_id: Identifier,
+  agent_name: Schema.NullOr(Identifier),
+  execution_id: Schema.NullOr(Identifier),
+  started_at: EpochMs,
+  first_token_at: Schema.NullOr(EpochMs),
+  ended_at: EpochMs,
+  status: Schema.Number.check(Schema.isInt(), Schema.isBetween({ minimum: 0, maximum: 999 })),
+  upstream_ms: Schema.Number.check(Schema.isBetween({ minimum: 0, maximum: MAX_DURATION_MS }))
+})
+export type StorableCapture = typeof StorableCapture.Type
+
+const decodeStorable = Schema.decodeUnknownEffect(StorableCapture)
+
+/** Why a payload cannot become a decision (goes to the dead letters as the reason). */
+export class UnbuildableCapture extends Schema.TaggedError<UnbuildableCapture>()("UnbuildableCapture", {
+  message: Schema.String
+}) {}
+
+const oneLine = (text: string) => text.replace(/\s*\n\s*/g, " ")
+
+/** Decodes a stream payload: a valid capture (`decodeCapture`), then one the ledger can store. */
+export const decodeEntry = (payload: string): Effect.Effect<StorableCapture, UnbuildableCapture> =>
+  decodeCapture(payload).pipe(
+    Effect.mapError((error) => new UnbuildableCapture({ message: `invalid capture: ${oneLine(error.message)}` })),
+    Effect.flatMap((capture) =>
+      decodeStorable(capture).pipe(
+        Effect.mapError((error) => new UnbuildableCapture({ message: `capture cannot be stored: ${oneLine(error.message)}` }))
+      )
+    ),
+    Effect.flatMap((capture) =>
+      capture.ended_at - capture.started_at > MAX_DURATION_MS
+        ? Effect.fail(new UnbuildableCapture({ message: "capture cannot be stored: the call lasted longer than 24 days" }))
+        // Postgres prints uuids in lowercase: keep them so, so ids compare equal in memory and in the database.
+        // Timings may carry fractions of a millisecond (the gateway measures with a monotonic clock); the ledger
+        // keeps whole milliseconds, so every sum and comparison below is exact.
+        : Effect.succeed({
+          ...capture,
+          started_at: Math.round(capture.started_at),
+          first_token_at: capture.first_token_at === null ? null : Math.round(capture.first_token_at),
+          ended_at: Math.round(capture.ended_at),
+          upstream_ms: Math.round(capture.upstream_ms),
+          ledger_id: capture.ledger_id.toLowerCase(),
+          tenant_id: capture.tenant_id.toLowerCase(),
+          workspace_id: capture.workspace_id.toLowerCase(),
+          user_id: capture.user_id.toLowerCase(),
+          key_id: capture.key_id.toLowerCase()
+        })
+    )
+  )
+
+/** One capture with everything the builder derives from it. */
+export interface Reconstruction {
+  readonly capture: StorableCapture
+  readonly derivation: Derivation
+  readonly subjects: ReadonlyArray<Subject>
+}
+
+/**
+ * Derives the decision. `derive` promises never to throw; should a bug break that promise for some input, the
+ * capture is dead-lettered with the error, to be replayed once the derivation is fixed.
+ */
+export const reconstruct = (capture: StorableCapture): Effect.Effect<Reconstruction, UnbuildableCapture> =>
+  Effect.try({
+    try: () => {
+      const call = readCall(capture)
+      const derivation = deriveFromCall(capture, call)
+      return { capture, derivation, subjects: extractSubjectsFromCall(derivation, call) }
+    },
+    catch: (error) =>
+      new UnbuildableCapture({ message: `derivation failed: ${error instanceof Error ? error.message : String(error)}` })
+  })
+
+/** Facts about the call the rows and rollups share. */
+export const callFacts = ({ capture, derivation }: Reconstruction) => ({
+  latencyMs: Math.max(0, capture.ended_at - capture.started_at),
+  firstTokenMs: capture.first_token_at === null ? null : Math.max(0, capture.first_token_at - capture.started_at),
+  costUsd: derivation.cost.total_usd,
+  tokens: capture.usage?.total_tokens ?? 0,
+  isError: derivation.outcome === "error"
+})
+
+// --- values for Postgres: text cannot hold NUL, and jsonb refuses the \u0000 escape
+
+const NUL = "\u0000"
+const REPLACEMENT = "\uFFFD"
+
+/** Text for a text column: NUL (which Postgres text cannot hold) becomes U+FFFD. */
+export const pgText = (text: string): string => (text.includes(NUL) ? text.replaceAll(NUL, REPLACEMENT) : text)
+
+const withoutNul = (_key: string, value: unknown) => (typeof value === "string" ? pgText(value) : value)
+
+/** JSON text for a jsonb column (cast from text in SQL), with NUL in strings replaced. */
+export const pgJson = (value: unknown): string => {
+  const json = JSON.stringify(value)
+  return json.includes("\\u0000") ? JSON.stringify(value, withoutNul) : json
+}
+
+/** A stored decision row, as `ledger rebuild` reads it back. */
+export interface StoredCall {
+  readonly ledger_id: string
+  readonly tenant_id: string
+  readonly workspace_id: string
+  readonly user_id: string
+  readonly key_id: string
+  readonly agent_id: string
+  readonly execution_id: string | null
+  readonly provider: string
+  readonly provider_type: string
+  readonly model: string
+  readonly stream: boolean
+  readonly status: number
+  readonly aborted: boolean
+  readonly usage: unknown
+  readonly error: unknown
+  readonly raw_request: string
+  readonly raw_response: string | null
+  readonly created_at: Date
+  readonly latency_ms: number
+  readonly first_token_ms: number | null
+  readonly upstream_ms: number | null
+  readonly capture_version: number
+}
+
+const decodeStoredCapture = Schema.decodeUnknownEffect(StorableCapture)
+
+/** The capture a stored decision was built from (what the derivation reads is all kept in the row). */
+export const captureOfStored = (row: StoredCall): Effect.Effect<StorableCapture, UnbuildableCapture> => {
+  const started = row.created_at.getTime()
+  return decodeStoredCapture({
+    v: row.capture_version,
+    ledger_id: row.ledger_id,
+    tenant_id: row.tenant_id,
+    workspace_id: row.workspace_id,
+    user_id: row.user_id,
+    key_id: row.key_id,
+    agent_id: row.agent_id,
+    agent_name: null,
+    execution_id: row.execution_id,
+    provider: row.provider,
+    provider_type: row.provider_type,
+    model: row.model,
+    stream: row.stream,
+    request: row.raw_request,
+    response: row.raw_response,
+    error: row.error,
+    status: row.status,
+    aborted: row.aborted,
+    usage: row.usage,
+    started_at: started,
+    first_token_at: row.first_token_ms === null ? null : started + row.first_token_ms,
+    ended_at: started + row.latency_ms,
+    upstream_ms: row.upstream_ms ?? 0
+  }).pipe(
+    Effect.mapError((error) => new UnbuildableCapture({ message: `stored decision is unreadable: ${oneLine(error.message)}` }))
+  )
+}

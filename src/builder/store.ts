@@ -1,0 +1,441 @@
+/**
+ * The builder's writes (DESIGN §3 promise 3, §4): decisions, sessions and rollups for a batch of reconstructions,
+ * inside one `TenantSql.write` transaction as the builder role.
+ *
+ * - Every agent of the batch is locked first (`pg_advisory_xact_lock`, in ascending key order, so builders never
+ *   deadlock): session assignment reads, plans and writes an agent's sessions with nothing else changing them.
+ * - Then per tenant/workspace group (`rescope`): one statement per table for the whole group — decisions by
+ *   `UNNEST` with `ON CONFLICT (ledger_id) DO NOTHING RETURNING`, sessions and agents from what was actually
+ *   inserted. A redelivered capture inserts nothing and so changes nothing.
+ */
+import { PgTypes } from "@effect/sql-pg"
+import { Effect, Result } from "effect"
+import type { SqlError } from "effect/sql"
+import * as Crypto from "node:crypto"
+import type { DatabaseUnavailable } from "../domain/errors.ts"
+import { ScopedSql, TenantSql } from "../store/TenantSql.ts"
+import { callFacts, pgJson, pgText, type Reconstruction } from "./reconstruct.ts"
+import { earlierFirst, type KnownSession, planSessions, type SessionRollup, sessionSummary } from "./sessions.ts"
+
+// --- typed array parameters: UNNEST needs element types the driver cannot infer from mixed or all-NULL values
+
+const array = (values: ReadonlyArray<unknown>, oid: number) => Result.getOrThrow(PgTypes.array(values, oid))
+export const texts = (values: ReadonlyArray<string | null>) => array(values, PgTypes.OID.text)
+export const uuids = (values: ReadonlyArray<string | null>) => array(values, PgTypes.OID.uuid)
+const ints = (values: ReadonlyArray<number | null>) => array(values, PgTypes.OID.int4)
+/** float8 also carries the bigint rollups (exact to 2^53; assignment casts them to bigint) */
+export const floats = (values: ReadonlyArray<number | null>) => array(values, PgTypes.OID.float8)
+const bools = (values: ReadonlyArray<boolean>) => array(values, PgTypes.OID.bool)
+const times = (values: ReadonlyArray<number | null>) =>
+  array(values.map((ms) => (ms === null ? null : new Date(ms))), PgTypes.OID.timestamptz)
+
+// --- agent locks
+
+/** Class id of the ledger's advisory locks (the first key of the two-key form). */
+const AGENT_LOCK_CLASS = 0x1ed9e7
+
+export interface WorkspaceScope {
+  readonly tenant_id: string
+  readonly workspace_id: string
+}
+
+/** The advisory lock key of an agent: 32 bits of a hash (a collision only serialises two agents more). */
+export const agentLockKey = (scope: WorkspaceScope, agentId: string): number =>
+  Crypto.createHash("sha1").update(`${scope.tenant_id}\u0000${scope.workspace_id}\u0000${agentId}`).digest().readInt32BE(0)
+
+/** Takes the agents' transaction-level locks in ascending key order (the one order every builder uses). */
+export const lockAgents = (keys: Iterable<number>) =>
+  Effect.gen(function*() {
+    const sorted = [...new Set(keys)].sort((a, b) => a - b)
+    if (sorted.length === 0) return
+    const sql = yield* ScopedSql
+    // unnest yields the array in order, so the locks are taken in that order
+    yield* sql`SELECT pg_advisory_xact_lock(${AGENT_LOCK_CLASS}, key) FROM unnest(${ints(sorted)}) AS key`
+  })
+
+// --- one batch
+
+export interface StoredBatch {
+  /** ledger ids inserted by this batch (the rest already existed) */
+  readonly inserted: ReadonlySet<string>
+}
+
+interface LoadedSession extends KnownSession {
+  readonly rollup: SessionRollup | undefined
+}
+
+const groupKey = (scope: WorkspaceScope) => `${scope.tenant_id}/${scope.workspace_id}`
+
+/** Calls of one group, deduplicated by ledger id (a capture published twice can land in one batch). */
+const groupByWorkspace = (batch: ReadonlyArray<Reconstruction>) => {
+  const groups = new Map<string, { scope: WorkspaceScope; items: Map<string, Reconstruction> }>()
+  for (const item of batch) {
+    const key = groupKey(item.capture)
+    const group = groups.get(key) ?? { scope: item.capture, items: new Map() }
+    if (!group.items.has(item.capture.ledger_id)) group.items.set(item.capture.ledger_id, item)
+    groups.set(key, group)
+  }
+  return [...groups.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([, group]) => ({
+    scope: { tenant_id: group.scope.tenant_id, workspace_id: group.scope.workspace_id },
+    items: [...group.items.values()]
+  }))
+}
+
+const callEnd = (item: Reconstruction) => item.capture.started_at + callFacts(item).latencyMs
+
+const loadSessions = (items: ReadonlyArray<Reconstruction>, gapMs: number) =>
+  Effect.gen(function*() {
+    const sql = yield* ScopedSql
+    // one probe per execution, and one window per agent for its gap-grouped calls
+    const probes = new Map<string, { agent: string; execution: string | null; lo: number | null; hi: number | null }>()
+    for (const item of items) {
+      const { agent_id, execution_id, started_at } = item.capture
+      // execution ids are never empty: "" stands for the agent's gap-grouped calls
+      const key = `${agent_id}\u0000${execution_id ?? ""}`
+      const probe = probes.get(key) ?? { agent: agent_id, execution: execution_id, lo: null, hi: null }
+      if (execution_id === null) {
+        probe.lo = Math.min(probe.lo ?? Infinity, started_at - gapMs)
+        probe.hi = Math.max(probe.hi ?? -Infinity, callEnd(item) + gapMs)
+      }
+      probes.set(key, probe)
+    }
+    const list = [...probes.values()]
+    const rows = yield* sql<{
+      session_id: string
+      agent_id: string
+      execution_id: string | null
+      started_at: Date
+      ended_at: Date
+      decision_count: number
+      error_count: number
+      total_cost_usd: number
+      total_tokens: number
+      first_ledger_id: string | null
+      first_at: Date | null
+      first_title: string | null
+    }>`
+      SELECT s.session_id, s.agent_id, s.execution_id, s.started_at, s.ended_at,
+             s.decision_count::float8 AS decision_count, s.error_count::float8 AS error_count,
+             s.total_cost_usd, s.total_tokens::float8 AS total_tokens,
+             f.ledger_id AS first_ledger_id, f.created_at AS first_at, f.title AS first_title
+      FROM UNNEST(${texts(list.map((p) => p.agent))}, ${texts(list.map((p) => p.execution))},
+                  ${times(list.map((p) => p.lo))}, ${times(list.map((p) => p.hi))}) AS q(agent_id, execution_id, lo, hi)
+      JOIN sessions s ON s.agent_id = q.agent_id AND (
+        (q.execution_id IS NOT NULL AND s.execution_id = q.execution_id)
+        OR (q.execution_id IS NULL AND s.execution_id IS NULL AND s.ended_at >= q.lo AND s.started_at <= q.hi))
+      LEFT JOIN LATERAL (
+        SELECT d.ledger_id, d.created_at, d.title FROM decisions d
+        WHERE d.session_id = s.session_id ORDER BY d.created_at, d.ledger_id LIMIT 1
+      ) f ON true`
+    return rows.map((row): LoadedSession => ({
+      session_id: row.session_id,
+      agent_id: row.agent_id,
+      execution_id: row.execution_id,
+      start: row.started_at.getTime(),
+      end: row.ended_at.getTime(),
+      rollup: row.first_ledger_id === null || row.first_at === null
+        ? undefined
+        : {
+          decision_count: row.decision_count,
+          error_count: row.error_count,
+          total_cost_usd: row.total_cost_usd,
+          total_tokens: row.total_tokens,
+          started_at: row.started_at.getTime(),
+          ended_at: row.ended_at.getTime(),
+          first: { at: row.first_at.getTime(), ledger_id: row.first_ledger_id, title: row.first_title ?? "" }
+        }
+    }))
+  })
+
+const insertDecisions = (scope: WorkspaceScope, items: ReadonlyArray<Reconstruction>, sessionOf: (ledgerId: string) => string) =>
+  Effect.gen(function*() {
+    const sql = yield* ScopedSql
+    const facts = items.map(callFacts)
+    const column = <A>(f: (item: Reconstruction, i: number) => A) => items.map(f)
+    const rows = yield* sql<{ ledger_id: string }>`
+      INSERT INTO decisions (ledger_id, tenant_id, workspace_id, user_id, key_id, agent_id, session_id, execution_id,
+        created_at, provider, provider_type, model, stream, status, title, intent, outcome, cost_usd, quality, confidence,
+        latency_ms, first_token_ms, usage, derivation, subjects, raw_request, raw_response, error, aborted, upstream_ms,
+        capture_version, captured_at, built_at)
+      SELECT ledger_id, ${scope.tenant_id}::uuid, ${scope.workspace_id}::uuid, user_id, key_id, agent_id, session_id,
+        execution_id, created_at, provider, provider_type, model, stream, status, title, intent, outcome, cost_usd,
+        quality, confidence, latency_ms, first_token_ms, usage::jsonb, derivation::jsonb, subjects::jsonb, raw_request,
+        raw_response, error::jsonb, aborted, upstream_ms, capture_version, captured_at, clock_timestamp()
+      FROM UNNEST(
+        ${uuids(column(({ capture }) => capture.ledger_id))},
+        ${uuids(column(({ capture }) => capture.user_id))},
+        ${uuids(column(({ capture }) => capture.key_id))},
+        ${texts(column(({ capture }) => pgText(capture.agent_id)))},
+        ${uuids(column(({ capture }) => sessionOf(capture.ledger_id)))},
+        ${texts(column(({ capture }) => capture.execution_id === null ? null : pgText(capture.execution_id)))},
+        ${times(column(({ capture }) => capture.started_at))},
+        ${texts(column(({ capture }) => pgText(capture.provider)))},
+        ${texts(column(({ capture }) => capture.provider_type))},
+        ${texts(column(({ capture }) => pgText(capture.model)))},
+        ${bools(column(({ capture }) => capture.stream))},
+        ${ints(column(({ capture }) => capture.status))},
+        ${texts(column(({ derivation }) => pgText(derivation.title)))},
+        ${texts(column(({ derivation }) => derivation.intent))},
+        ${texts(column(({ derivation }) => derivation.outcome))},
+        ${floats(facts.map((fact) => fact.costUsd))},
+        ${floats(column(({ derivation }) => derivation.quality.value))},
+        ${floats(column(({ derivation }) => derivation.confidence.value))},
+        ${ints(facts.map((fact) => fact.latencyMs))},
+        ${ints(facts.map((fact) => fact.firstTokenMs))},
+        ${texts(column(({ capture }) => capture.usage === null ? null : pgJson(capture.usage)))},
+        ${texts(column(({ derivation }) => pgJson(derivation)))},
+        ${texts(column(({ subjects }) => pgJson(subjects)))},
+        ${texts(column(({ capture }) => pgText(capture.request)))},
+        ${texts(column(({ capture }) => capture.response === null ? null : pgText(capture.response)))},
+        ${texts(column(({ capture }) => capture.error === null ? null : pgJson(capture.error)))},
+        ${bools(column(({ capture }) => capture.aborted))},
+        ${ints(column(({ capture }) => capture.upstream_ms))},
+        ${ints(column(({ capture }) => capture.v))},
+        ${times(column(({ capture }) => capture.ended_at))}
+      ) AS v(ledger_id, user_id, key_id, agent_id, session_id, execution_id, created_at, provider, provider_type, model,
+             stream, status, title, intent, outcome, cost_usd, quality, confidence, latency_ms, first_token_ms, usage,
+             derivation, subjects, raw_request, raw_response, error, aborted, upstream_ms, capture_version, captured_at)
+      ON CONFLICT (ledger_id) DO NOTHING
+      RETURNING ledger_id`
+    return new Set(rows.map((row) => row.ledger_id))
+  })
+
+/** Absolute session rollups (the agent lock makes read-modify-write safe); new sessions are inserted. */
+export const writeSessions = (
+  scope: WorkspaceScope,
+  sessions: ReadonlyArray<{ readonly session_id: string; readonly agent_id: string; readonly execution_id: string | null; readonly rollup: SessionRollup }>
+) =>
+  Effect.gen(function*() {
+    if (sessions.length === 0) return
+    const sql = yield* ScopedSql
+    yield* sql`
+      INSERT INTO sessions (session_id, tenant_id, workspace_id, agent_id, execution_id, started_at, ended_at,
+        decision_count, error_count, total_cost_usd, total_tokens, summary)
+      SELECT session_id, ${scope.tenant_id}::uuid, ${scope.workspace_id}::uuid, agent_id, execution_id, started_at,
+        ended_at, decision_count, error_count, total_cost_usd, total_tokens, summary
+      FROM UNNEST(
+        ${uuids(sessions.map((s) => s.session_id))}, ${texts(sessions.map((s) => pgText(s.agent_id)))},
+        ${texts(sessions.map((s) => s.execution_id === null ? null : pgText(s.execution_id)))},
+        ${times(sessions.map((s) => s.rollup.started_at))}, ${times(sessions.map((s) => s.rollup.ended_at))},
+        ${floats(sessions.map((s) => s.rollup.decision_count))}, ${floats(sessions.map((s) => s.rollup.error_count))},
+        ${floats(sessions.map((s) => s.rollup.total_cost_usd))}, ${floats(sessions.map((s) => s.rollup.total_tokens))},
+        ${texts(sessions.map((s) => pgText(sessionSummary(s.rollup))))}
+      ) AS v(session_id, agent_id, execution_id, started_at, ended_at, decision_count, error_count, total_cost_usd,
+             total_tokens, summary)
+      ON CONFLICT (session_id) DO UPDATE SET started_at = EXCLUDED.started_at, ended_at = EXCLUDED.ended_at,
+        decision_count = EXCLUDED.decision_count, error_count = EXCLUDED.error_count,
+        total_cost_usd = EXCLUDED.total_cost_usd, total_tokens = EXCLUDED.total_tokens, summary = EXCLUDED.summary`
+  })
+
+interface AgentDelta {
+  agent_name: string | null
+  named_at: number
+  decision_count: number
+  session_count: number
+  error_count: number
+  total_cost_usd: number
+  total_tokens: number
+  confidence_sum: number
+  first_seen_at: number
+  last_seen_at: number
+}
+
+const writeAgents = (scope: WorkspaceScope, deltas: ReadonlyMap<string, AgentDelta>) =>
+  Effect.gen(function*() {
+    if (deltas.size === 0) return
+    const sql = yield* ScopedSql
+    const ids = [...deltas.keys()]
+    const list = [...deltas.values()]
+    // The name follows the most recent call that carried one; a late capture does not rename the agent back.
+    yield* sql`
+      INSERT INTO agents (tenant_id, workspace_id, agent_id, agent_name, decision_count, session_count, error_count,
+        total_cost_usd, total_tokens, confidence_sum, first_seen_at, last_seen_at)
+      SELECT ${scope.tenant_id}::uuid, ${scope.workspace_id}::uuid, agent_id, agent_name, decision_count, session_count,
+        error_count, total_cost_usd, total_tokens, confidence_sum, first_seen_at, last_seen_at
+      FROM UNNEST(
+        ${texts(ids.map(pgText))}, ${texts(list.map((d) => d.agent_name === null ? null : pgText(d.agent_name)))},
+        ${floats(list.map((d) => d.decision_count))}, ${floats(list.map((d) => d.session_count))},
+        ${floats(list.map((d) => d.error_count))}, ${floats(list.map((d) => d.total_cost_usd))},
+        ${floats(list.map((d) => d.total_tokens))}, ${floats(list.map((d) => d.confidence_sum))},
+        ${times(list.map((d) => d.first_seen_at))}, ${times(list.map((d) => d.last_seen_at))}
+      ) AS v(agent_id, agent_name, decision_count, session_count, error_count, total_cost_usd, total_tokens,
+             confidence_sum, first_seen_at, last_seen_at)
+      ON CONFLICT (tenant_id, workspace_id, agent_id) DO UPDATE SET
+        agent_name = CASE WHEN EXCLUDED.last_seen_at >= agents.last_seen_at
+          THEN COALESCE(EXCLUDED.agent_name, agents.agent_name) ELSE COALESCE(agents.agent_name, EXCLUDED.agent_name) END,
+        decision_count = agents.decision_count + EXCLUDED.decision_count,
+        session_count = agents.session_count + EXCLUDED.session_count,
+        error_count = agents.error_count + EXCLUDED.error_count,
+        total_cost_usd = agents.total_cost_usd + EXCLUDED.total_cost_usd,
+        total_tokens = agents.total_tokens + EXCLUDED.total_tokens,
+        confidence_sum = agents.confidence_sum + EXCLUDED.confidence_sum,
+        first_seen_at = LEAST(agents.first_seen_at, EXCLUDED.first_seen_at),
+        last_seen_at = GREATEST(agents.last_seen_at, EXCLUDED.last_seen_at)`
+  })
+
+const addToRollup = (rollup: SessionRollup | undefined, item: Reconstruction): SessionRollup => {
+  const facts = callFacts(item)
+  const start = item.capture.started_at
+  const first = { at: start, ledger_id: item.capture.ledger_id, title: item.derivation.title }
+  return {
+    decision_count: (rollup?.decision_count ?? 0) + 1,
+    error_count: (rollup?.error_count ?? 0) + (facts.isError ? 1 : 0),
+    total_cost_usd: (rollup?.total_cost_usd ?? 0) + (facts.costUsd ?? 0),
+    total_tokens: (rollup?.total_tokens ?? 0) + facts.tokens,
+    started_at: Math.min(rollup?.started_at ?? start, start),
+    ended_at: Math.max(rollup?.ended_at ?? -Infinity, start + facts.latencyMs),
+    first: rollup === undefined ? first : earlierFirst(rollup.first, first)
+  }
+}
+
+const foldRollups = (into: SessionRollup | undefined, from: SessionRollup | undefined): SessionRollup | undefined =>
+  into === undefined ? from : from === undefined ? into : {
+    decision_count: into.decision_count + from.decision_count,
+    error_count: into.error_count + from.error_count,
+    total_cost_usd: into.total_cost_usd + from.total_cost_usd,
+    total_tokens: into.total_tokens + from.total_tokens,
+    started_at: Math.min(into.started_at, from.started_at),
+    ended_at: Math.max(into.ended_at, from.ended_at),
+    first: earlierFirst(into.first, from.first)
+  }
+
+/** Builds one group (one tenant/workspace) inside the batch's transaction, after `rescope`. */
+const storeGroup = (scope: WorkspaceScope, group: ReadonlyArray<Reconstruction>, gapMs: number) =>
+  Effect.gen(function*() {
+    const sql = yield* ScopedSql
+    const existing = yield* sql<{ ledger_id: string }>`
+      SELECT ledger_id FROM decisions WHERE ledger_id = ANY(${uuids(group.map((item) => item.capture.ledger_id))})`
+    const known = new Set(existing.map((row) => row.ledger_id))
+    const items = group.filter((item) => !known.has(item.capture.ledger_id))
+    if (items.length === 0) return new Set<string>()
+
+    const loaded = yield* loadSessions(items, gapMs)
+    const plan = planSessions(
+      items.map((item) => ({
+        ledger_id: item.capture.ledger_id,
+        agent_id: item.capture.agent_id,
+        execution_id: item.capture.execution_id,
+        start: item.capture.started_at,
+        end: callEnd(item)
+      })),
+      loaded,
+      { gapMs, newId: () => Crypto.randomUUID() }
+    )
+    const sessionOf = (ledgerId: string) => plan.assignment.get(ledgerId)!
+    const inserted = yield* insertDecisions(scope, items, sessionOf)
+
+    if (plan.merged.size > 0) {
+      const drops = [...plan.merged.keys()]
+      // built_at moves with the session, so consumers following it (analytics) see the decision changed
+      yield* sql`UPDATE decisions d SET session_id = m.keep, built_at = clock_timestamp()
+        FROM UNNEST(${uuids(drops)}, ${uuids(drops.map((id) => plan.merged.get(id)!))}) AS m(dropped, keep)
+        WHERE d.session_id = m.dropped`
+      yield* sql`DELETE FROM sessions WHERE session_id = ANY(${uuids(drops)})`
+    }
+
+    // rollups from stored values, folded sessions and the decisions actually inserted
+    const byId = new Map(loaded.map((session) => [session.session_id, session]))
+    const rollups = new Map<string, SessionRollup | undefined>()
+    for (const [dropped, keep] of plan.merged) {
+      rollups.set(keep, foldRollups(rollups.has(keep) ? rollups.get(keep) : byId.get(keep)?.rollup, byId.get(dropped)?.rollup))
+    }
+    const agents = new Map<string, AgentDelta>()
+    const agentDelta = (agentId: string): AgentDelta => {
+      const delta = agents.get(agentId) ?? {
+        agent_name: null,
+        named_at: -Infinity,
+        decision_count: 0,
+        session_count: 0,
+        error_count: 0,
+        total_cost_usd: 0,
+        total_tokens: 0,
+        confidence_sum: 0,
+        first_seen_at: Infinity,
+        last_seen_at: -Infinity
+      }
+      agents.set(agentId, delta)
+      return delta
+    }
+    for (const item of items) {
+      if (!inserted.has(item.capture.ledger_id)) continue
+      const id = sessionOf(item.capture.ledger_id)
+      rollups.set(id, addToRollup(rollups.has(id) ? rollups.get(id) : byId.get(id)?.rollup, item))
+      const facts = callFacts(item)
+      const delta = agentDelta(item.capture.agent_id)
+      delta.decision_count++
+      delta.error_count += facts.isError ? 1 : 0
+      delta.total_cost_usd += facts.costUsd ?? 0
+      delta.total_tokens += facts.tokens
+      delta.confidence_sum += item.derivation.confidence.value
+      delta.first_seen_at = Math.min(delta.first_seen_at, item.capture.started_at)
+      delta.last_seen_at = Math.max(delta.last_seen_at, callEnd(item))
+      if (item.capture.agent_name !== null && item.capture.started_at >= delta.named_at) {
+        delta.agent_name = item.capture.agent_name
+        delta.named_at = item.capture.started_at
+      }
+    }
+    for (const [id, { agent_id }] of plan.created) {
+      if (rollups.get(id) !== undefined) agentDelta(agent_id).session_count++
+    }
+    for (const dropped of plan.merged.keys()) {
+      const session = byId.get(dropped)
+      if (session !== undefined) agentDelta(session.agent_id).session_count--
+    }
+
+    yield* writeSessions(
+      scope,
+      [...rollups].flatMap(([session_id, rollup]) => {
+        const identity = plan.created.get(session_id) ?? byId.get(session_id)
+        return rollup === undefined || identity === undefined
+          ? []
+          : [{ session_id, agent_id: identity.agent_id, execution_id: identity.execution_id, rollup }]
+      })
+    )
+    // only agents whose rollups changed; an agent seen for the first time always has an inserted decision
+    yield* writeAgents(scope, new Map([...agents].filter(([, delta]) => delta.decision_count > 0 || delta.session_count !== 0)))
+    return inserted
+  })
+
+/**
+ * Stores a batch in one transaction. `consumer` names the builder in the throughput record; the batch may span
+ * tenants and workspaces.
+ */
+export const storeBatch = (
+  batch: ReadonlyArray<Reconstruction>,
+  options: { readonly gapMs: number; readonly consumer: string }
+): Effect.Effect<StoredBatch, DatabaseUnavailable | SqlError.SqlError, TenantSql> =>
+  Effect.gen(function*() {
+    const groups = groupByWorkspace(batch)
+    if (groups.length === 0) return { inserted: new Set<string>() }
+    const tenantSql = yield* TenantSql
+    return yield* tenantSql.write(
+      groups[0]!.scope,
+      Effect.gen(function*() {
+        const sql = yield* ScopedSql
+        yield* lockAgents(groups.flatMap(({ items, scope }) => items.map((item) => agentLockKey(scope, item.capture.agent_id))))
+        const inserted = new Set<string>()
+        for (const [index, { items, scope }] of groups.entries()) {
+          if (index > 0) yield* tenantSql.rescope(scope)
+          for (const id of yield* storeGroup(scope, items, options.gapMs)) inserted.add(id)
+        }
+        if (inserted.size > 0) {
+          yield* sql`INSERT INTO pipeline_throughput (second, consumer, decisions)
+            VALUES (date_trunc('second', clock_timestamp()), ${options.consumer}, ${inserted.size})
+            ON CONFLICT (second, consumer) DO UPDATE SET decisions = pipeline_throughput.decisions + EXCLUDED.decisions`
+        }
+        return { inserted: inserted as ReadonlySet<string> }
+      })
+    )
+  })
+
+/** Drops throughput records older than an hour (`ledger status` reads the last minute). */
+export const pruneThroughput = Effect.gen(function*() {
+  const tenantSql = yield* TenantSql
+  yield* tenantSql.write(
+    { tenant_id: "", workspace_id: "" },
+    Effect.gen(function*() {
+      const sql = yield* ScopedSql
+      yield* sql`DELETE FROM pipeline_throughput WHERE second < now() - interval '1 hour'`
+    })
+  )
+})

@@ -1,0 +1,259 @@
+/**
+ * The capture publisher (DESIGN §3 promises 1–2): the gateway hands each capture (its JSON text, built once)
+ * to `offer`, which returns at once; a batching fiber publishes to the capture stream.
+ *
+ * - The mailbox is a bounded Effect `Queue` (LEDGER_CAPTURE_QUEUE_CAPACITY captures, and at most
+ *   QUEUE_MAX_BYTES of text). A capture that does not fit goes straight to the spool: never dropped silently.
+ * - A batch the stream refuses (Redis down or slow past its command timeout) is appended to the spool. While the
+ *   spool holds entries, new batches are appended behind them, and the spool is replayed oldest first, one batch
+ *   per publish, retried with backoff, so the stream receives captures in the order they were spooled.
+ * - Shutdown ends the queue: the fiber publishes (or spools) what is left, within DRAIN_TIMEOUT; anything it did
+ *   not get to is spooled. The spool is replayed by the next start.
+ *
+ * Exactly once into the stream: every publish carries a batch id (CaptureStream's BatchId), and a batch keeps its
+ * id through the spool and every retry, so a publish that failed after Redis applied it (the reply was lost) is
+ * dropped by the stream when replayed. Batches taken from the queue are numbered by this publisher in the order
+ * they are published; the spool numbers the captures it receives unpublished in file order. The builder still
+ * deduplicates by `ledger_id` (a record expired before a very late retry).
+ */
+import { Cause, Context, Duration, Effect, Exit, Fiber, Layer, Metric, Option, Queue } from "effect"
+import { LedgerConfig } from "../config/LedgerConfig.ts"
+import { type BatchId, batchIds, CaptureStream } from "./CaptureStream.ts"
+import { Spool, spoolDir, type SpoolStats } from "./Spool.ts"
+
+/** Text held in memory by the queue, in UTF-16 code units (captures carry whole request and response bodies). */
+const QUEUE_MAX_BYTES = 64 * 1024 * 1024
+/** Most text the spool puts in one batch of captures it received unpublished (a replay publishes one batch). */
+const SPOOL_BATCH_MAX_BYTES = 4 * 1024 * 1024
+const RETRY_MIN_MS = 100
+const RETRY_MAX_MS = 5_000
+/**
+ * After the first capture of a batch, how long to wait for more: a quiet gateway (one caller at a time) then
+ * publishes a few captures per round trip instead of one, which costs its event loop far less.
+ */
+const LINGER_MS = 5
+/** While the spool is waiting for a retry, how often the queue is still moved behind it. */
+const RECOVERY_POLL_MS = 50
+const DRAIN_TIMEOUT = Duration.seconds(10)
+
+export interface PublisherStats {
+  /** captures waiting in memory */
+  readonly queued: number
+  readonly spool: SpoolStats
+}
+
+const queueDepth = Metric.gauge("ledger_capture_queue_depth", { description: "captures waiting in the gateway's in-memory queue" })
+const spoolEntries = Metric.gauge("ledger_capture_spool_entries", { description: "captures in the spool waiting for replay" })
+const spoolBytes = Metric.gauge("ledger_capture_spool_bytes", { description: "bytes in the spool waiting for replay" })
+const published = Metric.counter("ledger_capture_published_total", { description: "captures appended to the capture stream", incremental: true })
+const publishFailures = Metric.counter("ledger_capture_publish_failures_total", { description: "stream publishes that failed (their captures were spooled or stay spooled)", incremental: true })
+const alreadyPublished = Metric.counter("ledger_capture_batches_already_published_total", {
+  description: "spooled batches the stream already held when replayed (a publish landed but its reply was lost); not appended again",
+  incremental: true
+})
+const spooled = Metric.counter("ledger_capture_spooled_total", { description: "captures written to the spool", incremental: true })
+const lost = Metric.counter("ledger_capture_lost_total", { description: "captures neither published nor spooled (the spool could not be written)", incremental: true })
+
+export class CapturePublisher extends Context.Service<CapturePublisher, {
+  /** Hands one capture (JSON text, no raw newline) to the publisher; never waits, never drops silently. */
+  offer(payload: string): void
+  readonly stats: Effect.Effect<PublisherStats>
+  /** Waits until everything offered so far is in the stream: queue empty, nothing in flight, spool replayed. */
+  readonly settled: Effect.Effect<void>
+}>()("ledger/capture/CapturePublisher") {
+  static readonly layer: Layer.Layer<CapturePublisher, never, LedgerConfig | CaptureStream> = Layer.effect(
+    CapturePublisher,
+    Effect.gen(function*() {
+      const config = yield* LedgerConfig
+      const stream = yield* CaptureStream
+      const context = yield* Effect.context<never>()
+      const batchSize = Math.max(1, config.captureBatchSize)
+      const spool = Spool.open(spoolDir(config.dataDir), { maxEntries: batchSize * 4, maxBytes: SPOOL_BATCH_MAX_BYTES })
+      /** ids of the batches this publisher takes from the queue, in the order it publishes them */
+      const nextBatchId = batchIds()
+      if (spool.droppedTornBytes > 0) {
+        yield* Effect.logWarning("capture spool ended in a partly written entry (a crash while spooling); dropped it", {
+          bytes: spool.droppedTornBytes
+        })
+      }
+      if (!spool.isEmpty) yield* Effect.logInfo("capture spool holds captures from a previous run; replaying", spool.stats)
+
+      const queue = yield* Queue.bounded<string, Cause.Done>(Math.max(1, config.captureQueueCapacity))
+      let queuedBytes = 0
+      /** captures accepted by the queue and not yet published or spooled */
+      let pending = 0
+      let retryDelayMs = RETRY_MIN_MS
+      /** epoch ms before which the spool is not replayed (backoff after a failure) */
+      let replayNotBefore = 0
+      /** shutdown has begun: finish the queue, stop replaying */
+      let ending = false
+      /** the publisher has stopped: offers go straight to the spool */
+      let closed = false
+
+      const log = (effect: Effect.Effect<void>) => Effect.runForkWith(context)(effect)
+
+      /**
+       * Appends to the spool, under the batch id it was published with if it was; a spool that cannot be written
+       * loses the captures, loudly.
+       */
+      const spill = (payloads: ReadonlyArray<string>, published?: BatchId) => {
+        try {
+          if (published === undefined) spool.append(payloads)
+          else spool.appendPublished(published, payloads)
+          spooled.updateUnsafe(payloads.length, context)
+        } catch (cause) {
+          lost.updateUnsafe(payloads.length, context)
+          log(Effect.logError("captures lost: the spool could not be written", { count: payloads.length, path: spool.path, cause: String(cause) }))
+        }
+      }
+
+      const offer = (payload: string) => {
+        if (!closed && queuedBytes + payload.length <= QUEUE_MAX_BYTES && Queue.offerUnsafe(queue, payload)) {
+          queuedBytes += payload.length
+          pending++
+          return
+        }
+        spill([payload])
+      }
+
+      const taken = (batch: ReadonlyArray<string>) => {
+        for (const payload of batch) queuedBytes -= payload.length
+        return batch
+      }
+
+      /** A batch taken from the queue goes to the spool. */
+      const spillTaken = (batch: ReadonlyArray<string>, published?: BatchId) => {
+        spill(batch, published)
+        pending -= batch.length
+      }
+
+      const publishFailed = (cause: Cause.Cause<unknown>, count: number) =>
+        Effect.gen(function*() {
+          publishFailures.updateUnsafe(1, context)
+          // one warning per outage, not one per retry
+          if (retryDelayMs === RETRY_MIN_MS) {
+            const error = Cause.squash(cause)
+            yield* Effect.logWarning("capture stream unavailable; spooling captures", {
+              error: error instanceof Error ? error.message : String(error),
+              count
+            })
+          }
+          replayNotBefore = Date.now() + retryDelayMs
+          retryDelayMs = Math.min(retryDelayMs * 2, RETRY_MAX_MS)
+        })
+
+      /**
+       * Publishes a batch taken from the queue, or spools it (behind what is already spooled, keeping order). A
+       * failed publish is spooled under its id: it is replayed before this publisher publishes another batch.
+       */
+      const publishBatch = (batch: ReadonlyArray<string>) => {
+        if (!spool.isEmpty) return Effect.sync(() => spillTaken(batch))
+        const id = nextBatchId()
+        let kept = false
+        return Effect.gen(function*() {
+          const exit = yield* Effect.exit(stream.publish(batch, id))
+          kept = true
+          if (Exit.isSuccess(exit)) {
+            pending -= batch.length
+            published.updateUnsafe(batch.length, context)
+            retryDelayMs = RETRY_MIN_MS
+            return
+          }
+          spillTaken(batch, id)
+          yield* publishFailed(exit.cause, batch.length)
+        }).pipe(
+          // interrupted mid-publish (shutdown past its deadline): keep the batch, under its id (it may have landed)
+          Effect.onInterrupt(() => Effect.sync(() => kept || spillTaken(batch, id)))
+        )
+      }
+
+      /** Publishes the oldest spooled batch, under its id; on success the spool moves past it. */
+      const replay = Effect.gen(function*() {
+        const batch = spool.read()
+        if (batch === undefined) return
+        const exit = yield* Effect.exit(stream.publish(batch.payloads, batch.batch))
+        if (Exit.isFailure(exit)) return yield* publishFailed(exit.cause, batch.payloads.length)
+        spool.commit(batch.end, batch.payloads.length)
+        if (exit.value.length > 0) published.updateUnsafe(batch.payloads.length, context)
+        else {
+          alreadyPublished.updateUnsafe(1, context)
+          yield* Effect.logInfo("spooled capture batch was already in the stream (its publish landed, the reply was lost); not appended again", {
+            captures: batch.payloads.length
+          })
+        }
+        retryDelayMs = RETRY_MIN_MS
+        if (spool.isEmpty) yield* Effect.logInfo("capture spool replayed")
+      })
+
+      /** Up to `max` captures from the queue: waits for one when `wait`, else takes what is there. */
+      const nextBatch = (wait: boolean, max = batchSize) =>
+        wait || Queue.sizeUnsafe(queue) > 0
+          ? Effect.map(Queue.takeBetween(queue, 1, max), taken)
+          : Effect.succeed<ReadonlyArray<string>>([])
+
+      /** Waits for a first capture, then lingers briefly for more unless the batch is full already. */
+      const collect = Effect.gen(function*() {
+        const first = yield* nextBatch(true)
+        if (first.length >= batchSize || ending) return first
+        yield* Effect.sleep(LINGER_MS).pipe(Effect.onInterrupt(() => Effect.sync(() => spillTaken(first))))
+        const more = yield* nextBatch(false, batchSize - first.length)
+        return more.length === 0 ? first : [...first, ...more]
+      })
+
+      /** One round; fails with Done once shutdown has begun and the queue is empty. */
+      const step = Effect.gen(function*() {
+        if (spool.isEmpty) return yield* publishBatch(yield* collect)
+        // recovering: move the queue behind the spool, replay when the backoff allows
+        const batch = yield* nextBatch(false)
+        if (batch.length > 0) spillTaken(batch)
+        if (ending) return Queue.sizeUnsafe(queue) === 0 ? yield* Cause.done() : undefined
+        if (Date.now() >= replayNotBefore) yield* replay
+        else if (batch.length === 0) yield* Effect.sleep(Math.min(RECOVERY_POLL_MS, replayNotBefore - Date.now()))
+      })
+
+      // Runs until shutdown has drained the queue; a defect restarts it after a pause.
+      const run: Effect.Effect<void> = step.pipe(
+        Effect.forever,
+        Effect.catchCause((cause) =>
+          Cause.hasFails(cause) && Cause.isDone(Cause.squash(cause))
+            ? Effect.void
+            : Effect.logError("capture publisher failed; restarting", { cause: Cause.pretty(cause) }).pipe(
+              Effect.andThen(Effect.sleep(RETRY_MAX_MS)),
+              Effect.andThen(Effect.suspend(() => run))
+            )
+        )
+      )
+      const fiber = yield* Effect.forkScoped(run)
+
+      const registrations = [
+        Metric.registerUnsafe(queueDepth, context, { get: () => ({ value: Queue.sizeUnsafe(queue) }), update: () => {}, modify: () => {} }),
+        Metric.registerUnsafe(spoolEntries, context, { get: () => ({ value: spool.stats.entries }), update: () => {}, modify: () => {} }),
+        Metric.registerUnsafe(spoolBytes, context, { get: () => ({ value: spool.stats.bytes }), update: () => {}, modify: () => {} })
+      ]
+
+      yield* Effect.addFinalizer(() =>
+        Effect.gen(function*() {
+          ending = true
+          yield* Queue.end(queue)
+          const drained = yield* Fiber.join(fiber).pipe(Effect.timeoutOption(DRAIN_TIMEOUT))
+          if (Option.isNone(drained)) yield* Fiber.interrupt(fiber)
+          // from here on, offers (a request finishing late) go straight to the spool
+          closed = true
+          const left = taken(yield* Queue.clear(queue))
+          if (left.length > 0) spillTaken(left)
+          for (const registration of registrations) registration.remove()
+          const remaining = spool.stats
+          if (remaining.entries > 0) yield* Effect.logInfo("capture spool kept for the next start", remaining)
+          spool.close()
+        })
+      )
+
+      const stats = Effect.sync((): PublisherStats => ({ queued: Queue.sizeUnsafe(queue), spool: spool.stats }))
+      const settled = Effect.gen(function*() {
+        while (pending > 0 || !spool.isEmpty) yield* Effect.sleep(10)
+      })
+
+      return CapturePublisher.of({ offer, stats, settled })
+    })
+  )
+}

@@ -1,0 +1,112 @@
+/**
+ * The capture stream: the durable hand-off between gateways and decision builders (DESIGN §3).
+ *
+ * Two implementations share this interface and one contract test suite: Redis Streams with a consumer
+ * group (production) and an in-process stream (embedded mode, single process). Payloads are capture
+ * records as JSON text, serialised once by the publisher and validated with Schema by the consumer.
+ */
+import { Context, Duration, Effect, Schema } from "effect"
+import * as Crypto from "node:crypto"
+
+export class StreamUnavailable extends Schema.TaggedError<StreamUnavailable>()("StreamUnavailable", {
+  message: Schema.String,
+  cause: Schema.optional(Schema.Defect())
+}) {}
+
+/** One delivered entry. `deliveries` counts how many times the group has handed it out (1 on first read). */
+export interface StreamEntry {
+  readonly id: string
+  readonly payload: string
+  readonly deliveries: number
+}
+
+export interface DeadLetter {
+  /** id in the dead-letter stream */
+  readonly id: string
+  /** id the entry had in the capture stream */
+  readonly original_id: string
+  readonly payload: string
+  readonly reason: string
+  readonly deliveries: number
+  /** epoch ms */
+  readonly failed_at: number
+}
+
+/**
+ * Names a batch so that publishing it is idempotent: the producer that formed it (a random id per publisher
+ * instance) and its number within that producer. The stream records each producer's highest number appended and
+ * appends nothing for a batch numbered at or below it, so a publish whose reply was lost (the connection dropped
+ * after Redis applied it) can be retried with the same id without appending the batch twice.
+ *
+ * Publishers keep two rules: a producer numbers its batches upwards in the order it publishes them, and after a
+ * failed publish it retries that batch (same payloads, same id) before publishing any later batch of the
+ * producer. Breaking them risks a loss (a later batch recorded first makes the retried one look like a
+ * duplicate); a record expired or evicted before the retry risks only a duplicate (`ledger_id` dedup catches it).
+ */
+export interface BatchId {
+  readonly producer: string
+  readonly seq: number
+}
+
+/** A new producer: returns its batch ids, numbered 1, 2, 3, ... */
+export const batchIds = (): () => BatchId => {
+  const producer = Crypto.randomUUID()
+  let seq = 0
+  return () => ({ producer, seq: ++seq })
+}
+
+export interface StreamStats {
+  readonly backend: "redis" | "memory"
+  /** entries in the stream (acknowledged entries are trimmed over time) */
+  readonly length: number
+  /** entries not yet delivered to the group; null when the backend cannot tell */
+  readonly lag: number | null
+  /** delivered but not acknowledged */
+  readonly pending: number
+  /** age of the oldest pending entry, ms; null when nothing is pending */
+  readonly oldest_pending_ms: number | null
+  readonly dead_letters: number
+  readonly consumers: number
+}
+
+export class CaptureStream extends Context.Service<CaptureStream, {
+  readonly backend: "redis" | "memory"
+  /**
+   * Appends payloads in order, all or none, unless the batch was appended already (see BatchId); returns the
+   * stream ids of what this call appended: none for an empty or already appended batch.
+   */
+  publish(payloads: ReadonlyArray<string>, batch: BatchId): Effect.Effect<ReadonlyArray<string>, StreamUnavailable>
+  /** Reads new entries for `consumer` of the builders' group, waiting up to `blockMs` when there are none. */
+  read(consumer: string, options: { readonly count: number; readonly blockMs: number }): Effect.Effect<ReadonlyArray<StreamEntry>, StreamUnavailable>
+  /** Acknowledges entries after their decisions are committed. */
+  ack(ids: ReadonlyArray<string>): Effect.Effect<void, StreamUnavailable>
+  /** Claims entries other consumers left pending longer than `minIdleMs` (a consumer that died mid-batch). */
+  reclaim(consumer: string, options: { readonly minIdleMs: number; readonly count: number }): Effect.Effect<ReadonlyArray<StreamEntry>, StreamUnavailable>
+  /** Moves an entry to the dead-letter stream with the reason, and acknowledges it in the capture stream. */
+  deadLetter(entry: StreamEntry, reason: string): Effect.Effect<void, StreamUnavailable>
+  listDeadLetters(options: { readonly count: number }): Effect.Effect<ReadonlyArray<DeadLetter>, StreamUnavailable>
+  /** Re-publishes dead letters (all, or the given dead-letter ids) and removes them from the dead-letter stream. */
+  replayDeadLetters(ids?: ReadonlyArray<string>): Effect.Effect<number, StreamUnavailable>
+  readonly stats: Effect.Effect<StreamStats, StreamUnavailable>
+  /**
+   * Removes acknowledged entries from the head of the stream, never an entry still pending or not yet delivered;
+   * returns how many were removed. Each layer already runs it periodically; exposed for tests and operators.
+   */
+  readonly trim: Effect.Effect<number, StreamUnavailable>
+}>()("ledger/capture/CaptureStream") {}
+
+/** How often a layer trims acknowledged entries: frequent enough to bound memory, rare enough to cost nothing. */
+export const TRIM_INTERVAL = Duration.seconds(10)
+
+/**
+ * Runs `trim` every TRIM_INTERVAL in a fiber tied to the layer's scope. A failed round (Redis down) is logged and
+ * the next round tries again, so the loop outlives outages and stops only when the layer is released.
+ */
+export const trimPeriodically = (trim: Effect.Effect<number, StreamUnavailable>) =>
+  trim.pipe(
+    Effect.tap((removed) => removed > 0 ? Effect.logDebug("capture stream trimmed", { removed }) : Effect.void),
+    Effect.catch((error) => Effect.logWarning("capture stream trim failed", { error: error.message })),
+    Effect.delay(TRIM_INTERVAL),
+    Effect.forever,
+    Effect.forkScoped
+  )

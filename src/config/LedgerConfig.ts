@@ -1,0 +1,229 @@
+/**
+ * All settings of the service, read once through Effect `Config` (CONTRACT.md "Environment").
+ * Nothing else in the code reads the environment.
+ */
+import { Config, Context, Effect, Layer, Option, Redacted } from "effect"
+import * as Path from "node:path"
+import type { Intent } from "../domain/decision.ts"
+
+export interface Upstream {
+  readonly name: string
+  readonly baseUrl: string
+}
+
+export interface LedgerSettings {
+  readonly host: string
+  readonly apiPort: number
+  readonly gatewayPort: number
+  readonly publicUrl: string
+  readonly dataDir: string
+  /** unset → embedded PGlite in the data directory */
+  readonly databaseUrl: Option.Option<Redacted.Redacted>
+  /** unset → in-process capture stream */
+  readonly redisUrl: Option.Option<Redacted.Redacted>
+  readonly providers: {
+    readonly openaiBaseUrl: string
+    readonly azureBaseUrl: Option.Option<string>
+    readonly azureApiVersion: string
+    readonly anthropicBaseUrl: string
+    readonly geminiBaseUrl: string
+    readonly bedrockBaseUrl: string
+    readonly bedrockRegion: string
+    /** named OpenAI-compatible upstreams (LEDGER_UPSTREAMS) */
+    readonly upstreams: ReadonlyArray<Upstream>
+  }
+  readonly sessionGapMinutes: number
+  readonly logLevel: string
+  /** Redis stream key of captures, its consumer group and dead-letter stream (prefix for per-run isolation) */
+  readonly streamKey: string
+  readonly streamGroup: string
+  /** deliveries after which a capture that keeps failing moves to the dead letters */
+  readonly maxDeliveries: number
+  /** decision builder: consumer fibers per process, captures per batch (one transaction), and how long an entry
+   * may stay pending before another consumer reclaims it (its consumer is presumed dead) */
+  readonly builderConsumers: number
+  readonly builderBatchSize: number
+  readonly reclaimIdleMs: number
+  /** largest gateway request body accepted, bytes */
+  readonly gatewayMaxBodyBytes: number
+  /** connections in the pool to DATABASE_URL (the embedded database always uses one) */
+  readonly databasePoolSize: number
+  /** provider timeout, ms */
+  readonly upstreamTimeoutMs: number
+  /** most open connections to one provider origin (the gateway's undici pool per origin) */
+  readonly upstreamConnections: number
+  /** captures the gateway holds in memory for the publisher; beyond it they spill to the spool */
+  readonly captureQueueCapacity: number
+  /** captures per stream publish (one round trip) */
+  readonly captureBatchSize: number
+  /** how long Redis remembers a capture publisher's last batch (one small key per publisher, not per batch): a
+   * publish retried later than that after an outage may append its batch twice */
+  readonly captureDedupTtlSeconds: number
+  /** REST API: requests per second each credential may make (bursts up to twice that); 0 = unlimited */
+  readonly apiRateLimit: number
+  /** external OIDC issuer replacing the built-in sign-in (MCP OAuth) */
+  readonly oidcIssuer: Option.Option<string>
+  readonly analytics: AnalyticsSettings
+}
+
+/** Analytics (src/analytics): materialiser and detector fibers, optional model calls, ROI estimates. */
+export interface AnalyticsSettings {
+  /** how often the analytics fibers look for newly built decisions, ms */
+  readonly intervalMs: number
+  /** `provider/model` for embeddings (OpenAI wire: `openai/`, `azure/`, named upstreams); none → local vectors */
+  readonly embeddingsModel: Option.Option<string>
+  /** `provider/model` that writes session summaries; none → deterministic summaries */
+  readonly summaryModel: Option.Option<string>
+  /** the provider key for those two models' calls */
+  readonly modelApiKey: Option.Option<Redacted.Redacted>
+  /** ROI default (a workspace may override it): value of one hour of the work agents take over, USD */
+  readonly roiHourlyRateUsd: number
+  /** ROI default: minutes of human work one successful decision saves, by intent */
+  readonly roiMinutesSaved: Readonly<Record<Intent, number>>
+}
+
+/** Documented ROI defaults: minutes a person would spend on the task one successful decision completes. */
+export const DEFAULT_MINUTES_SAVED: Readonly<Record<Intent, number>> = {
+  question: 5,
+  code_generation: 20,
+  code_change: 15,
+  debugging: 30,
+  review: 15,
+  planning: 20,
+  summarization: 10,
+  extraction: 5,
+  classification: 2,
+  translation: 5,
+  tool_use: 3,
+  conversation: 0,
+  other: 2
+}
+
+export const defaultAnalyticsSettings: AnalyticsSettings = {
+  intervalMs: 2_000,
+  embeddingsModel: Option.none(),
+  summaryModel: Option.none(),
+  modelApiKey: Option.none(),
+  roiHourlyRateUsd: 60,
+  roiMinutesSaved: DEFAULT_MINUTES_SAVED
+}
+
+/** `debugging=45,classification=1`: overrides of the default minutes per intent. */
+const parseMinutesSaved = (raw: string): Readonly<Record<Intent, number>> => {
+  const minutes: Record<string, number> = { ...DEFAULT_MINUTES_SAVED }
+  for (const part of raw.split(",").map((item) => item.trim()).filter((item) => item.length > 0)) {
+    const [intent, value] = part.split("=").map((item) => item.trim())
+    const parsed = Number(value)
+    if (intent === undefined || !(intent in DEFAULT_MINUTES_SAVED) || !Number.isFinite(parsed) || parsed < 0) {
+      throw new Error(`LEDGER_ROI_MINUTES_SAVED: expected intent=minutes with a known intent, got "${part}"`)
+    }
+    minutes[intent] = parsed
+  }
+  return minutes as Record<Intent, number>
+}
+
+const parseUpstreams = (raw: string): ReadonlyArray<Upstream> =>
+  raw.split(",").map((part) => part.trim()).filter((part) => part.length > 0).map((part) => {
+    const eq = part.indexOf("=")
+    if (eq <= 0) throw new Error(`LEDGER_UPSTREAMS: expected name=url, got "${part}"`)
+    return { name: part.slice(0, eq).trim(), baseUrl: part.slice(eq + 1).trim().replace(/\/+$/, "") }
+  })
+
+const trimSlash = (url: string) => url.replace(/\/+$/, "")
+
+export const settingsConfig: Config.Config<LedgerSettings> = Config.all({
+  host: Config.String("LEDGER_HOST").pipe(Config.withDefault("127.0.0.1")),
+  apiPort: Config.Port("LEDGER_API_PORT").pipe(Config.withDefault(8080)),
+  gatewayPort: Config.Port("LEDGER_GATEWAY_PORT").pipe(Config.withDefault(4000)),
+  publicUrl: Config.option(Config.String("LEDGER_PUBLIC_URL")),
+  dataDir: Config.String("LEDGER_DATA_DIR").pipe(Config.withDefault("./.ledger")),
+  databaseUrl: Config.option(Config.Redacted("DATABASE_URL")),
+  redisUrl: Config.option(Config.Redacted("REDIS_URL")),
+  openaiBaseUrl: Config.String("LEDGER_OPENAI_BASE_URL").pipe(Config.withDefault("https://api.openai.com/v1")),
+  azureBaseUrl: Config.option(Config.String("LEDGER_AZURE_BASE_URL")),
+  azureApiVersion: Config.String("LEDGER_AZURE_API_VERSION").pipe(Config.withDefault("2024-10-21")),
+  anthropicBaseUrl: Config.String("LEDGER_ANTHROPIC_BASE_URL").pipe(Config.withDefault("https://api.anthropic.com")),
+  geminiBaseUrl: Config.String("LEDGER_GEMINI_BASE_URL").pipe(
+    Config.withDefault("https://generativelanguage.googleapis.com")
+  ),
+  bedrockRegion: Config.String("LEDGER_BEDROCK_REGION").pipe(Config.withDefault("us-east-1")),
+  bedrockBaseUrl: Config.option(Config.String("LEDGER_BEDROCK_BASE_URL")),
+  upstreams: Config.String("LEDGER_UPSTREAMS").pipe(Config.withDefault("")),
+  sessionGapMinutes: Config.Number("LEDGER_SESSION_GAP_MINUTES").pipe(Config.withDefault(30)),
+  logLevel: Config.String("LEDGER_LOG_LEVEL").pipe(Config.withDefault("info")),
+  streamKey: Config.String("LEDGER_STREAM_KEY").pipe(Config.withDefault("ledger:captures")),
+  streamGroup: Config.String("LEDGER_STREAM_GROUP").pipe(Config.withDefault("ledger-builders")),
+  maxDeliveries: Config.Int("LEDGER_MAX_DELIVERIES").pipe(Config.withDefault(5)),
+  builderConsumers: Config.Int("LEDGER_BUILDER_CONSUMERS").pipe(Config.withDefault(2)),
+  builderBatchSize: Config.Int("LEDGER_BUILDER_BATCH_SIZE").pipe(Config.withDefault(500)),
+  reclaimIdleMs: Config.Int("LEDGER_RECLAIM_IDLE_MS").pipe(Config.withDefault(60_000)),
+  gatewayMaxBodyBytes: Config.Int("LEDGER_GATEWAY_MAX_BODY_BYTES").pipe(Config.withDefault(10 * 1024 * 1024)),
+  databasePoolSize: Config.Int("LEDGER_DATABASE_POOL_SIZE").pipe(Config.withDefault(16)),
+  upstreamTimeoutMs: Config.Int("LEDGER_UPSTREAM_TIMEOUT_MS").pipe(Config.withDefault(300_000)),
+  upstreamConnections: Config.Int("LEDGER_UPSTREAM_CONNECTIONS").pipe(Config.withDefault(512)),
+  captureQueueCapacity: Config.Int("LEDGER_CAPTURE_QUEUE_CAPACITY").pipe(Config.withDefault(10_000)),
+  captureBatchSize: Config.Int("LEDGER_CAPTURE_BATCH_SIZE").pipe(Config.withDefault(256)),
+  captureDedupTtlSeconds: Config.Int("LEDGER_CAPTURE_DEDUP_TTL_SECONDS").pipe(Config.withDefault(7 * 24 * 3600)),
+  apiRateLimit: Config.Number("LEDGER_API_RATE_LIMIT").pipe(Config.withDefault(100)),
+  oidcIssuer: Config.option(Config.String("LEDGER_OIDC_ISSUER")),
+  analyticsIntervalMs: Config.Int("LEDGER_ANALYTICS_INTERVAL_MS").pipe(Config.withDefault(defaultAnalyticsSettings.intervalMs)),
+  embeddingsModel: Config.option(Config.String("LEDGER_EMBEDDINGS_MODEL")),
+  summaryModel: Config.option(Config.String("LEDGER_SUMMARY_MODEL")),
+  analyticsApiKey: Config.option(Config.Redacted("LEDGER_ANALYTICS_API_KEY")),
+  roiHourlyRateUsd: Config.Number("LEDGER_ROI_HOURLY_RATE_USD").pipe(Config.withDefault(defaultAnalyticsSettings.roiHourlyRateUsd)),
+  roiMinutesSaved: Config.String("LEDGER_ROI_MINUTES_SAVED").pipe(Config.withDefault(""))
+}).pipe(
+  Config.map((c): LedgerSettings => ({
+    host: c.host,
+    apiPort: c.apiPort,
+    gatewayPort: c.gatewayPort,
+    publicUrl: trimSlash(Option.getOrElse(c.publicUrl, () => `http://${c.host}:${c.apiPort}`)),
+    dataDir: Path.resolve(c.dataDir),
+    databaseUrl: c.databaseUrl,
+    redisUrl: c.redisUrl,
+    providers: {
+      openaiBaseUrl: trimSlash(c.openaiBaseUrl),
+      azureBaseUrl: Option.map(c.azureBaseUrl, trimSlash),
+      azureApiVersion: c.azureApiVersion,
+      anthropicBaseUrl: trimSlash(c.anthropicBaseUrl),
+      geminiBaseUrl: trimSlash(c.geminiBaseUrl),
+      bedrockBaseUrl: trimSlash(
+        Option.getOrElse(c.bedrockBaseUrl, () => `https://bedrock-runtime.${c.bedrockRegion}.amazonaws.com`)
+      ),
+      bedrockRegion: c.bedrockRegion,
+      upstreams: parseUpstreams(c.upstreams)
+    },
+    sessionGapMinutes: c.sessionGapMinutes,
+    logLevel: c.logLevel,
+    streamKey: c.streamKey,
+    streamGroup: c.streamGroup,
+    maxDeliveries: c.maxDeliveries,
+    builderConsumers: c.builderConsumers,
+    builderBatchSize: c.builderBatchSize,
+    reclaimIdleMs: c.reclaimIdleMs,
+    gatewayMaxBodyBytes: c.gatewayMaxBodyBytes,
+    databasePoolSize: c.databasePoolSize,
+    upstreamTimeoutMs: c.upstreamTimeoutMs,
+    upstreamConnections: c.upstreamConnections,
+    captureQueueCapacity: c.captureQueueCapacity,
+    captureBatchSize: c.captureBatchSize,
+    captureDedupTtlSeconds: c.captureDedupTtlSeconds,
+    apiRateLimit: c.apiRateLimit,
+    oidcIssuer: c.oidcIssuer,
+    analytics: {
+      intervalMs: c.analyticsIntervalMs,
+      embeddingsModel: c.embeddingsModel,
+      summaryModel: c.summaryModel,
+      modelApiKey: c.analyticsApiKey,
+      roiHourlyRateUsd: c.roiHourlyRateUsd,
+      roiMinutesSaved: parseMinutesSaved(c.roiMinutesSaved)
+    }
+  }))
+)
+
+export class LedgerConfig extends Context.Service<LedgerConfig, LedgerSettings>()("ledger/config/LedgerConfig") {
+  /** Reads the environment (through the current ConfigProvider). */
+  static readonly layer = Layer.effect(LedgerConfig, Effect.map(settingsConfig, LedgerConfig.of))
+  /** Fixed settings, for tests and tools that build them themselves. */
+  static readonly layerFrom = (settings: LedgerSettings) => Layer.succeed(LedgerConfig, settings)
+}

@@ -1,0 +1,76 @@
+/**
+ * The capture record: what the gateway hands to the capture stream for one model call.
+ *
+ * It carries the call as exchanged with the caller (request and assembled response as raw JSON text,
+ * credential headers never included) plus attribution and timings. Parsing it into a decision happens
+ * in the builder, off the caller's path, so the gateway never re-serialises bodies it already holds as text.
+ */
+import { Schema } from "effect"
+
+export const CAPTURE_VERSION = 1 as const
+
+/** Provider families the gateway speaks; named OpenAI-compatible upstreams use `openai_compatible`. */
+export const ProviderType = Schema.Literals(["openai", "azure", "anthropic", "gemini", "bedrock", "openai_compatible"])
+export type ProviderType = typeof ProviderType.Type
+
+/** Token usage normalised to chat-completions names; provider-specific cache counts mapped in. */
+export const Usage = Schema.Struct({
+  prompt_tokens: Schema.Number,
+  completion_tokens: Schema.Number,
+  total_tokens: Schema.Number,
+  /** input tokens served from the provider's prompt cache (OpenAI cached_tokens, Anthropic cache_read_input_tokens, Gemini cachedContentTokenCount) */
+  cached_tokens: Schema.optional(Schema.Number),
+  /** input tokens written to the prompt cache (Anthropic cache_creation_input_tokens) */
+  cache_write_tokens: Schema.optional(Schema.Number),
+  /** reasoning tokens, when the provider reports them */
+  reasoning_tokens: Schema.optional(Schema.Number)
+})
+export type Usage = typeof Usage.Type
+
+/** The error the caller received, in chat-completions terms. */
+export const CaptureError = Schema.Struct({
+  status: Schema.Number,
+  type: Schema.String,
+  code: Schema.NullOr(Schema.String),
+  message: Schema.String
+})
+export type CaptureError = typeof CaptureError.Type
+
+export const Capture = Schema.Struct({
+  v: Schema.Literal(CAPTURE_VERSION),
+  /** uuid v7 minted by the gateway; the decision's id and the idempotency key end to end */
+  ledger_id: Schema.String,
+  tenant_id: Schema.String,
+  workspace_id: Schema.String,
+  user_id: Schema.String,
+  /** credential id of the gateway key used */
+  key_id: Schema.String,
+  agent_id: Schema.String,
+  agent_name: Schema.NullOr(Schema.String),
+  execution_id: Schema.NullOr(Schema.String),
+  /** routing prefix as the caller wrote it: `openai`, `azure`, ..., or an upstream name such as `ollama` */
+  provider: Schema.String,
+  provider_type: ProviderType,
+  /** model name without the provider prefix */
+  model: Schema.String,
+  stream: Schema.Boolean,
+  /** the chat-completions request body as the caller sent it (JSON text) */
+  request: Schema.String,
+  /** the chat-completions response as delivered (JSON text; for streams, the assembled completion); null on error */
+  response: Schema.NullOr(Schema.String),
+  error: Schema.NullOr(CaptureError),
+  /** HTTP status returned to the caller */
+  status: Schema.Number,
+  /** the caller disconnected before the answer was complete */
+  aborted: Schema.Boolean,
+  usage: Schema.NullOr(Usage),
+  /** epoch milliseconds */
+  started_at: Schema.Number,
+  first_token_at: Schema.NullOr(Schema.Number),
+  ended_at: Schema.Number,
+  /** time spent waiting on the provider, ms (the rest of ended_at - started_at is gateway overhead) */
+  upstream_ms: Schema.Number
+})
+export type Capture = typeof Capture.Type
+
+export const decodeCapture = Schema.decodeUnknownEffect(Schema.fromJsonString(Capture))

@@ -1,0 +1,142 @@
+/**
+ * A decision: one captured model call rebuilt into an audit trail (DESIGN §5).
+ * The same schemas back the builder's derivation, the stored rows, REST bodies and MCP structuredContent.
+ */
+import { Schema } from "effect"
+import { Usage } from "./capture.ts"
+
+export const Outcome = Schema.Literals(["success", "tool_call", "refusal", "truncated", "filtered", "error"])
+export type Outcome = typeof Outcome.Type
+
+export const Intent = Schema.Literals([
+  "question",
+  "code_generation",
+  "code_change",
+  "debugging",
+  "review",
+  "planning",
+  "summarization",
+  "extraction",
+  "classification",
+  "translation",
+  "tool_use",
+  "conversation",
+  "other"
+])
+export type Intent = typeof Intent.Type
+
+/** One ordered step of what happened in the call. */
+export const LogicStep = Schema.Struct({
+  index: Schema.Number,
+  kind: Schema.Literals(["instruction", "user_turn", "assistant_turn", "reasoning", "tool_call", "tool_result", "answer"]),
+  /** short human-readable text of the step (truncated for long content) */
+  text: Schema.String,
+  tool_name: Schema.optional(Schema.String),
+  tool_call_id: Schema.optional(Schema.String)
+})
+export type LogicStep = typeof LogicStep.Type
+
+/** Something the model was given to rely on. */
+export const Evidence = Schema.Struct({
+  kind: Schema.Literals(["user_content", "tool_result", "document", "url", "file", "image"]),
+  /** where it came from: `message[3]`, a tool name, a URL, a file path */
+  source: Schema.String,
+  /** excerpt (truncated) */
+  content: Schema.String,
+  /** sha256 hex of the full content */
+  hash: Schema.String
+})
+export type Evidence = typeof Evidence.Type
+
+/** A conclusion the answer states. */
+export const Finding = Schema.Struct({
+  kind: Schema.Literals(["claim", "recommendation", "decision"]),
+  text: Schema.String
+})
+export type Finding = typeof Finding.Type
+
+/** Something the answer produced. */
+export const Artifact = Schema.Struct({
+  kind: Schema.Literals(["code", "structured_output", "tool_arguments", "file", "command"]),
+  language: Schema.optional(Schema.String),
+  name: Schema.optional(Schema.String),
+  content: Schema.String
+})
+export type Artifact = typeof Artifact.Type
+
+/** A score in [0,1] with how it was arrived at. */
+export const Score = Schema.Struct({
+  value: Schema.Number,
+  source: Schema.Literals(["logprobs", "heuristic", "model"]),
+  reasons: Schema.Array(Schema.String)
+})
+export type Score = typeof Score.Type
+
+/** Cost breakdown; `total_usd` null with a reason when the model has no known price. */
+export const Cost = Schema.Struct({
+  total_usd: Schema.NullOr(Schema.Number),
+  input_usd: Schema.NullOr(Schema.Number),
+  output_usd: Schema.NullOr(Schema.Number),
+  cached_input_usd: Schema.NullOr(Schema.Number),
+  cache_write_usd: Schema.NullOr(Schema.Number),
+  /** price table entry used, e.g. `openai/gpt-4o@2024-08`; or why there is none */
+  reason: Schema.String
+})
+export type Cost = typeof Cost.Type
+
+/** Everything the builder derives from one capture (the part `ledger rebuild` recomputes). */
+export const Derivation = Schema.Struct({
+  outcome: Outcome,
+  intent: Intent,
+  intent_reason: Schema.String,
+  cost: Cost,
+  quality: Score,
+  confidence: Score,
+  logic_trace: Schema.Array(LogicStep),
+  evidence: Schema.Array(Evidence),
+  findings: Schema.Array(Finding),
+  artifacts: Schema.Array(Artifact),
+  /** one-line description of what the call was about (first user ask, truncated) */
+  title: Schema.String
+})
+export type Derivation = typeof Derivation.Type
+
+export const NullableUsage = Schema.NullOr(Usage)
+
+/** A decision as listed (no heavy trail). */
+export const DecisionSummary = Schema.Struct({
+  ledger_id: Schema.String,
+  session_id: Schema.String,
+  agent_id: Schema.String,
+  execution_id: Schema.NullOr(Schema.String),
+  created_at: Schema.String,
+  provider: Schema.String,
+  model: Schema.String,
+  title: Schema.String,
+  intent: Intent,
+  outcome: Outcome,
+  cost_usd: Schema.NullOr(Schema.Number),
+  quality: Schema.Number,
+  confidence: Schema.Number,
+  latency_ms: Schema.Number,
+  status: Schema.Number,
+  usage: NullableUsage
+})
+export type DecisionSummary = typeof DecisionSummary.Type
+
+/** One decision with its full audit trail. */
+export const Decision = Schema.Struct({
+  ...DecisionSummary.fields,
+  stream: Schema.Boolean,
+  first_token_ms: Schema.NullOr(Schema.Number),
+  intent_reason: Schema.String,
+  cost: Cost,
+  quality_detail: Score,
+  confidence_detail: Score,
+  error: Schema.NullOr(Schema.Struct({ type: Schema.String, code: Schema.NullOr(Schema.String), message: Schema.String })),
+  logic_trace: Schema.Array(LogicStep),
+  evidence: Schema.Array(Evidence),
+  findings: Schema.Array(Finding),
+  artifacts: Schema.Array(Artifact)
+})
+export type Decision = typeof Decision.Type

@@ -1,0 +1,27 @@
+/**
+ * Domain errors shared by the surfaces. Each surface maps them to its own wire shape
+ * (REST `{"error":{"code","message"}}`, MCP `isError` results, gateway chat-completions errors).
+ */
+import { Schema } from "effect"
+
+/** The database cannot be reached or failed; surfaces answer 503. */
+export class DatabaseUnavailable extends Schema.TaggedError<DatabaseUnavailable>()("DatabaseUnavailable", {
+  message: Schema.String,
+  cause: Schema.optional(Schema.Defect())
+}) {}
+
+/** Unknown — or not visible to the caller, which must look the same. */
+export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", {
+  message: Schema.String
+}) {}
+
+/** A parameter the caller sent is invalid. */
+export class BadRequest extends Schema.TaggedError<BadRequest>()("BadRequest", {
+  message: Schema.String,
+  param: Schema.optional(Schema.String)
+}) {}
+
+/** Missing, unknown, revoked, expired or wrong-kind credential. */
+export class Unauthorized extends Schema.TaggedError<Unauthorized>()("Unauthorized", {
+  message: Schema.String
+}) {}

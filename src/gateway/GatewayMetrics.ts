@@ -1,0 +1,56 @@
+/**
+ * Gateway metrics (DESIGN §2.5): requests and latency per route, and the gateway's own overhead (time spent
+ * outside the provider call). Updated synchronously from the request handlers with the layer's context, so the
+ * hot path runs no Effect for them.
+ */
+import type { Context } from "effect"
+import { Metric } from "effect"
+
+const LATENCY_BOUNDARIES_MS = [1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 30_000, 60_000, 120_000, 300_000]
+const OVERHEAD_BOUNDARIES_MS = [0.05, 0.1, 0.2, 0.3, 0.5, 1, 2, 5, 10, 25, 50, 100]
+
+const requests = Metric.counter("ledger_gateway_requests_total", {
+  description: "gateway requests answered, by route and HTTP status",
+  incremental: true
+})
+const duration = Metric.histogram("ledger_gateway_request_duration_ms", {
+  description: "gateway request latency (until the last byte of the answer), by route",
+  boundaries: LATENCY_BOUNDARIES_MS
+})
+const overhead = Metric.histogram("ledger_gateway_overhead_ms", {
+  description: "time a provider call spent in the gateway itself: total time minus time waiting on the provider",
+  boundaries: OVERHEAD_BOUNDARIES_MS
+})
+
+export interface GatewayMetrics {
+  /** one answered request: its route (`METHOD path`, or `other`), status and duration */
+  request(route: string, status: number, ms: number): void
+  /** the gateway's share of one provider call */
+  overhead(ms: number): void
+}
+
+/** Metric series bound to `context`; series per route and status are created once and reused. */
+export const gatewayMetrics = (context: Context.Context<never>): GatewayMetrics => {
+  const counters = new Map<string, Metric.Metric<number, unknown>>()
+  const histograms = new Map<string, Metric.Metric<number, unknown>>()
+  return {
+    request(route, status, ms) {
+      const key = `${route} ${status}`
+      let counter = counters.get(key)
+      if (counter === undefined) {
+        counter = Metric.withAttributes(requests, { route, status: String(status) })
+        counters.set(key, counter)
+      }
+      counter.updateUnsafe(1, context)
+      let histogram = histograms.get(route)
+      if (histogram === undefined) {
+        histogram = Metric.withAttributes(duration, { route })
+        histograms.set(route, histogram)
+      }
+      histogram.updateUnsafe(ms, context)
+    },
+    overhead(ms) {
+      overhead.updateUnsafe(ms, context)
+    }
+  }
+}

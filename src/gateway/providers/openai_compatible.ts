@@ -1,0 +1,8 @@
+/**
+ * Named OpenAI-compatible upstreams (Ollama, vLLM, Groq, ...): the chat-completions wire format at the
+ * configured base URL (up to `/v1`), with a bearer key only when the caller gives one (local servers take none).
+ */
+import { bearerAuth, chatCompletionsUrl, openAIWire } from "./openai.ts"
+import type { ProviderAdapter } from "./types.ts"
+
+export const openaiCompatible: ProviderAdapter = openAIWire({ url: chatCompletionsUrl, authHeaders: bearerAuth })

@@ -1,0 +1,250 @@
+/**
+ * Streamed answers in chat-completions terms: assembling chunks into one chat.completion (for the capture),
+ * and writing chat.completion.chunk frames for providers whose stream is translated.
+ */
+import type { Usage } from "../../domain/capture.ts"
+import {
+  type ChatCompletion,
+  completionId,
+  type FinishReason,
+  nowSeconds,
+  toOpenAIUsage,
+  type ToolCall
+} from "./chat.ts"
+import { providerError } from "./errors.ts"
+import type { ProviderError, StreamAnswer, StreamTranslator } from "./types.ts"
+
+/** A chat.completion.chunk delta as OpenAI-type providers send it. */
+export interface ChunkDelta {
+  readonly role?: string
+  readonly content?: string | null
+  readonly refusal?: string | null
+  readonly reasoning_content?: string | null
+  readonly tool_calls?: ReadonlyArray<{
+    readonly index: number
+    readonly id?: string
+    readonly function?: { readonly name?: string; readonly arguments?: string }
+    readonly extra_content?: ToolCall["extra_content"]
+  }>
+}
+
+interface ToolCallState {
+  id: string
+  name: string
+  arguments: string
+  extra: ToolCall["extra_content"] | undefined
+}
+
+class ChoiceState {
+  content = ""
+  reasoning = ""
+  refusal: string | null = null
+  readonly toolCalls: Array<ToolCallState> = []
+  finish: FinishReason | null = null
+  logprobs: Array<unknown> | null = null
+}
+
+/** Accumulates a streamed answer; `completion()` may be called at any point, mid-stream included. */
+export class CompletionAssembler {
+  id: string
+  model: string
+  readonly created: number
+  usage: Usage | null = null
+  error: ProviderError | null = null
+  private readonly choices: Array<ChoiceState> = []
+
+  constructor(model: string) {
+    this.id = completionId()
+    this.model = model
+    this.created = nowSeconds()
+  }
+
+  add(
+    index: number,
+    delta: ChunkDelta | undefined,
+    finish: FinishReason | null | undefined,
+    logprobs?: { readonly content?: ReadonlyArray<unknown> | null } | null
+  ): void {
+    const choice = (this.choices[index] ??= new ChoiceState())
+    if (delta) {
+      if (delta.content) choice.content += delta.content
+      if (delta.reasoning_content) choice.reasoning += delta.reasoning_content
+      if (delta.refusal) choice.refusal = (choice.refusal ?? "") + delta.refusal
+      if (delta.tool_calls) for (const call of delta.tool_calls) this.addToolCall(choice, call)
+    }
+    if (finish) choice.finish = finish
+    if (logprobs?.content) (choice.logprobs ??= []).push(...logprobs.content)
+  }
+
+  private addToolCall(choice: ChoiceState, call: NonNullable<ChunkDelta["tool_calls"]>[number]): void {
+    const state = (choice.toolCalls[call.index] ??= { id: "", name: "", arguments: "", extra: undefined })
+    if (call.id) state.id = call.id
+    // names arrive whole (some compatible servers repeat them in every delta)
+    if (call.function?.name) state.name = call.function.name
+    if (call.function?.arguments) state.arguments += call.function.arguments
+    if (call.extra_content) state.extra = call.extra_content
+  }
+
+  completion(): ChatCompletion {
+    const count = Math.max(1, this.choices.length)
+    const choices: ChatCompletion["choices"] = []
+    for (let index = 0; index < count; index++) {
+      const choice = this.choices[index] ?? new ChoiceState()
+      const toolCalls = choice.toolCalls.filter((call) => call !== undefined)
+      const message: ChatCompletion["choices"][number]["message"] = {
+        role: "assistant",
+        content: choice.refusal !== null || (toolCalls.length > 0 && !choice.content) ? null : choice.content,
+        refusal: choice.refusal
+      }
+      if (toolCalls.length > 0) {
+        message.tool_calls = toolCalls.map((call): ToolCall => ({
+          id: call.id,
+          type: "function",
+          function: { name: call.name, arguments: call.arguments },
+          ...(call.extra ? { extra_content: call.extra } : {})
+        }))
+      }
+      if (choice.reasoning) message.reasoning_content = choice.reasoning
+      choices.push({
+        index,
+        message,
+        finish_reason: choice.finish,
+        logprobs: choice.logprobs ? { content: choice.logprobs } : null
+      })
+    }
+    return {
+      id: this.id,
+      object: "chat.completion",
+      created: this.created,
+      model: this.model,
+      choices,
+      usage: this.usage ? toOpenAIUsage(this.usage) : null
+    }
+  }
+
+  answer(): StreamAnswer {
+    return { text: JSON.stringify(this.completion()), usage: this.usage, error: this.error }
+  }
+}
+
+export const DONE_FRAME = "data: [DONE]\n\n"
+
+const FRAME_END = ',"finish_reason":null}]}\n\n'
+
+/**
+ * Writes chat.completion.chunk frames (one choice) for a translated stream and assembles them as it goes.
+ * Each frame is one precomputed prefix plus the serialised delta, so a text delta costs one small stringify.
+ */
+export class ChunkWriter {
+  readonly assembly: CompletionAssembler
+  private readonly includeUsage: boolean
+  private prefix = ""
+  private head = ""
+
+  constructor(model: string, includeUsage: boolean) {
+    this.assembly = new CompletionAssembler(model)
+    this.includeUsage = includeUsage
+  }
+
+  /** The first frame (role); the provider's message id and model when it reports them. */
+  start(id?: string, model?: string): string {
+    if (this.prefix) return ""
+    if (id) this.assembly.id = id
+    if (model) this.assembly.model = model
+    this.head = `{"id":${JSON.stringify(this.assembly.id)},"object":"chat.completion.chunk","created":${this.assembly.created},"model":${JSON.stringify(this.assembly.model)}`
+    this.prefix = `data: ${this.head},"choices":[{"index":0,"delta":`
+    this.assembly.add(0, undefined, undefined)
+    return this.prefix + '{"role":"assistant","content":""}' + FRAME_END
+  }
+
+  text(text: string): string {
+    if (!text) return ""
+    this.assembly.add(0, { content: text }, undefined)
+    return this.start() + this.prefix + `{"content":${JSON.stringify(text)}}` + FRAME_END
+  }
+
+  reasoning(text: string): string {
+    if (!text) return ""
+    this.assembly.add(0, { reasoning_content: text }, undefined)
+    return this.start() + this.prefix + `{"reasoning_content":${JSON.stringify(text)}}` + FRAME_END
+  }
+
+  /** A new tool call; `index` counts tool calls (not content blocks) from 0. */
+  toolCall(index: number, id: string, name: string, args: string, extra?: ToolCall["extra_content"]): string {
+    const call = { index, id, type: "function" as const, function: { name, arguments: args }, ...(extra ? { extra_content: extra } : {}) }
+    this.assembly.add(0, { tool_calls: [call] }, undefined)
+    return this.start() + this.prefix + JSON.stringify({ tool_calls: [call] }) + FRAME_END
+  }
+
+  toolArguments(index: number, fragment: string): string {
+    if (!fragment) return ""
+    this.assembly.add(0, { tool_calls: [{ index, function: { arguments: fragment } }] }, undefined)
+    return this.start() + this.prefix + `{"tool_calls":[{"index":${index},"function":{"arguments":${JSON.stringify(fragment)}}}]}` + FRAME_END
+  }
+
+  finish(reason: FinishReason): string {
+    this.assembly.add(0, undefined, reason)
+    return this.start() + this.prefix + `{},"finish_reason":${JSON.stringify(reason)}}]}\n\n`
+  }
+
+  usage(usage: Usage): void {
+    this.assembly.usage = usage
+  }
+
+  /** A provider failure mid-stream, in the shape the OpenAI clients raise as an APIError. */
+  fail(error: ProviderError): string {
+    this.assembly.error = error
+    return `data: ${JSON.stringify(error.body)}\n\n`
+  }
+
+  /** The closing frames: the usage chunk when the caller asked for it, then [DONE]. */
+  end(): string {
+    if (!this.includeUsage || !this.assembly.usage) return DONE_FRAME
+    const opening = this.start()
+    const usage = JSON.stringify(toOpenAIUsage(this.assembly.usage))
+    return opening + `data: ${this.head},"choices":[],"usage":${usage}}\n\n` + DONE_FRAME
+  }
+}
+
+/** Decodes upstream bytes into (event name, event data) pairs: SSE, or AWS event-stream frames. */
+export interface EventDecoder {
+  push(bytes: Uint8Array): void
+  end(): void
+}
+
+/**
+ * The stream translator of a translated provider: decoded upstream events are handed to `handle`, which
+ * returns the frames to write. An event that cannot be read ends the answer with an error frame instead of
+ * failing the whole relay.
+ */
+export const translatedStream = (
+  writer: ChunkWriter,
+  decoder: (onEvent: (event: string, data: string) => void) => EventDecoder,
+  handle: (event: string, data: string) => string
+): StreamTranslator => {
+  let out = ""
+  const input = decoder((event, data) => {
+    try {
+      out += handle(event, data)
+    } catch (cause) {
+      out += writer.fail(providerError(502, `unreadable provider stream event: ${String(cause)}`, "api_error"))
+    }
+  })
+  const take = (): string => {
+    const text = out
+    out = ""
+    return text
+  }
+  return {
+    push(bytes) {
+      input.push(bytes)
+      return take()
+    },
+    end() {
+      input.end()
+      out += writer.end()
+      return take()
+    },
+    assembled: () => writer.assembly.answer()
+  }
+}

@@ -1,0 +1,241 @@
+/**
+ * The `ledger` command line (CONTRACT.md "Commands").
+ */
+import { NodeRuntime, NodeServices } from "@effect/platform-node"
+import { Console, Effect, Layer, Option } from "effect"
+import { Argument, Command, Flag } from "effect/cli"
+import { ROLES, type Role, serveLayer } from "../layers/Serve.ts"
+import { PlatformLive } from "../layers/Platform.ts"
+import { StoreLive } from "../layers/Store.ts"
+import { Rebuilder } from "./builder/Rebuild.ts"
+import { progressBar } from "./builder/RebuildProgress.ts"
+import { CaptureStream } from "./capture/CaptureStream.ts"
+import * as RedisCaptureStream from "./capture/RedisCaptureStream.ts"
+import { LedgerConfig } from "./config/LedgerConfig.ts"
+import { deadLetterIdentity, PipelineStatus, renderDeadLetters, renderReport } from "./ops/Status.ts"
+import { Credentials } from "./store/Credentials.ts"
+import { DatabaseLive, PgLive } from "./store/Database.ts"
+import { TenantSql } from "./store/TenantSql.ts"
+
+const json = Flag.Boolean("json").pipe(Flag.withDescription("print machine-readable JSON"), Flag.withDefault(false))
+
+const serve = Command.make(
+  "serve",
+  {
+    roles: Flag.String("roles").pipe(
+      Flag.withDescription(`comma-separated roles to run (${ROLES.join(", ")}); all by default`),
+      Flag.withDefault(ROLES.join(","))
+    )
+  },
+  Effect.fn(function*({ roles }) {
+    const picked = new Set(roles.split(",").map((role) => role.trim()).filter((role) => role.length > 0))
+    const unknown = [...picked].filter((role) => !(ROLES as ReadonlyArray<string>).includes(role))
+    if (unknown.length > 0 || picked.size === 0) {
+      return yield* Effect.fail(new Error(`--roles: unknown role(s) ${unknown.join(", ")}; expected ${ROLES.join(", ")}`))
+    }
+    // runs until interrupted (SIGINT/SIGTERM): servers stop accepting, in-flight requests finish, fibers stop
+    return yield* Layer.launch(serveLayer(picked as ReadonlySet<Role>))
+  })
+).pipe(Command.withDescription("run the service (gateway, builder and API; embedded database and stream by default)"))
+
+const migrate = Command.make(
+  "migrate",
+  {},
+  () =>
+    Effect.gen(function*() {
+      yield* Effect.scoped(Layer.build(DatabaseLive))
+      yield* Console.log("migrations applied")
+    }).pipe(Effect.provide(PlatformLive))
+).pipe(Command.withDescription("apply database migrations (serve also does this at start)"))
+
+const bootstrap = Command.make(
+  "bootstrap",
+  {
+    tenant: Flag.String("tenant").pipe(Flag.withDescription("tenant name (created or reused)")),
+    workspace: Flag.String("workspace").pipe(Flag.withDescription("workspace name (created or reused)")),
+    email: Flag.String("email").pipe(Flag.withDescription("user email (created or reused)")),
+    role: Flag.Literals("role", ["member", "restricted"]).pipe(
+      Flag.withDescription("membership role; restricted members see only decisions made with their own keys"),
+      Flag.withDefault("member")
+    ),
+    json
+  },
+  Effect.fn(function*({ tenant, workspace, email, role, json }) {
+    const credentials = yield* Credentials
+    const result = yield* credentials.bootstrap({ tenant, workspace, email, role })
+    if (json) {
+      yield* Console.log(JSON.stringify({
+        tenant_id: result.tenant_id,
+        workspace_id: result.workspace_id,
+        user_id: result.user_id,
+        pat: result.pat,
+        gateway_key: result.gateway_key
+      }))
+    } else {
+      yield* Console.log(
+        `tenant ${result.tenant_id}\nworkspace ${result.workspace_id}\nuser ${result.user_id}\n` +
+          `personal access token ${result.pat}\ngateway key ${result.gateway_key}`
+      )
+    }
+  })
+).pipe(Command.withDescription("create (or reuse) tenant, workspace and user; issue a PAT and a Gateway Key"))
+
+const tokenCreate = Command.make(
+  "create",
+  {
+    email: Flag.String("email").pipe(Flag.withDescription("the member's email")),
+    workspace: Flag.String("workspace").pipe(Flag.withDescription("workspace name")),
+    tenant: Flag.String("tenant").pipe(Flag.withDescription("tenant name, when the workspace name is not unique"), Flag.optional),
+    kind: Flag.Literals("kind", ["pat", "gateway"]).pipe(
+      Flag.withDescription("pat (read API and MCP) or gateway (gateway key)")
+    ),
+    expiresInDays: Flag.Int("expires-in-days").pipe(Flag.withDescription("expire after this many days"), Flag.optional),
+    json
+  },
+  Effect.fn(function*({ email, workspace, tenant, kind, expiresInDays, json }) {
+    const credentials = yield* Credentials
+    const created = yield* credentials.createToken({
+      email,
+      workspace,
+      tenant: Option.getOrUndefined(tenant),
+      kind,
+      expiresAt: Option.getOrUndefined(Option.map(expiresInDays, (days) => new Date(Date.now() + days * 86_400_000)))
+    })
+    yield* Console.log(json ? JSON.stringify({ token_id: created.token_id, token: created.token }) : `${created.token_id} ${created.token}`)
+  })
+).pipe(Command.withDescription("issue a Personal Access Token or a Gateway Key"))
+
+const tokenRevoke = Command.make(
+  "revoke",
+  { tokenId: Argument.String("TOKEN_ID").pipe(Argument.withDescription("the token_id printed when it was created")) },
+  Effect.fn(function*({ tokenId }) {
+    const credentials = yield* Credentials
+    const revoked = yield* credentials.revoke(tokenId)
+    if (!revoked) return yield* Effect.fail(new Error(`no active token ${tokenId}`))
+    yield* Console.log(`revoked ${tokenId} (refused everywhere within 5 seconds)`)
+  })
+).pipe(Command.withDescription("revoke a token"))
+
+/** Admin commands open the store themselves; `serve` builds its own layers, so no command shares a database handle. */
+const AdminLive = StoreLive.pipe(Layer.provideMerge(PlatformLive))
+
+const admin = Command.make("admin").pipe(
+  Command.withDescription("administration: tenants, users and tokens"),
+  Command.withSubcommands([
+    bootstrap.pipe(Command.provide(AdminLive)),
+    Command.make("token").pipe(
+      Command.withDescription("issue and revoke tokens"),
+      Command.withSubcommands([tokenCreate.pipe(Command.provide(AdminLive)), tokenRevoke.pipe(Command.provide(AdminLive))])
+    )
+  ])
+)
+
+/**
+ * `status` reads the shared Redis stream and the external database when they are configured, and the serving
+ * process's /metrics for what lives inside it otherwise (in-process stream, embedded database). It never migrates.
+ */
+const StatusLive = Layer.unwrap(LedgerConfig.useSync((config) =>
+  PipelineStatus.layer.pipe(Layer.provide(Layer.mergeAll(
+    Option.isSome(config.redisUrl) ? RedisCaptureStream.layer : Layer.empty,
+    Option.isSome(config.databaseUrl) ? TenantSql.layer.pipe(Layer.provide(PgLive)) : Layer.empty
+  )))
+)).pipe(Layer.provideMerge(PlatformLive))
+
+const status = Command.make(
+  "status",
+  {
+    json,
+    watch: Flag.Boolean("watch").pipe(Flag.withDescription("refresh until interrupted"), Flag.withDefault(false)),
+    interval: Flag.Int("interval").pipe(Flag.withDescription("seconds between refreshes with --watch"), Flag.withDefault(2))
+  },
+  Effect.fn(function*({ interval, json, watch }) {
+    const status = yield* PipelineStatus
+    // on a terminal, --watch redraws in place; with --json it prints one JSON document per line
+    const clear = watch && !json && process.stdout.isTTY ? "\u001b[2J\u001b[H" : ""
+    const show = Effect.flatMap(status.report, (report) => Console.log(json ? JSON.stringify(report) : clear + renderReport(report)))
+    if (!watch) return yield* show
+    return yield* show.pipe(Effect.andThen(Effect.sleep(`${Math.max(1, interval)} seconds`)), Effect.forever)
+  })
+).pipe(
+  Command.withDescription("pipeline figures: stream length, group lag, pending, oldest pending age, dead letters, spool, decisions/s"),
+  Command.provide(StatusLive)
+)
+
+/** The dead letters live in Redis; without REDIS_URL they are inside the serving process (and lost with it). */
+const DlqLive = Layer.unwrap(Effect.gen(function*() {
+  const config = yield* LedgerConfig
+  if (Option.isNone(config.redisUrl)) {
+    return yield* Effect.fail(
+      new Error("dlq needs REDIS_URL: without it the capture stream is in-process and its dead letters exist only inside the serving process")
+    )
+  }
+  return RedisCaptureStream.layer
+})).pipe(Layer.provideMerge(PlatformLive))
+
+const dlqList = Command.make(
+  "list",
+  { count: Flag.Int("count").pipe(Flag.withDescription("most dead letters to show"), Flag.withDefault(100)), json },
+  Effect.fn(function*({ count, json }) {
+    const stream = yield* CaptureStream
+    const letters = yield* stream.listDeadLetters({ count })
+    if (!json) return yield* Console.log(renderDeadLetters(letters))
+    yield* Console.log(JSON.stringify(letters.map((letter) => ({
+      id: letter.id,
+      original_id: letter.original_id,
+      failed_at: new Date(letter.failed_at).toISOString(),
+      deliveries: letter.deliveries,
+      reason: letter.reason,
+      ...deadLetterIdentity(letter),
+      payload: letter.payload
+    }))))
+  })
+).pipe(Command.withDescription("list dead-lettered captures with the reason they failed"))
+
+const dlqReplay = Command.make(
+  "replay",
+  {
+    ids: Argument.String("ID").pipe(
+      Argument.withDescription("dead-letter ids to replay (from `ledger dlq list`); all when none is given"),
+      Argument.variadic()
+    ),
+    json
+  },
+  Effect.fn(function*({ ids, json }) {
+    const stream = yield* CaptureStream
+    const replayed = yield* stream.replayDeadLetters(ids.length === 0 ? undefined : ids)
+    yield* Console.log(json ? JSON.stringify({ replayed }) : `replayed ${replayed} capture${replayed === 1 ? "" : "s"} into the capture stream`)
+  })
+).pipe(Command.withDescription("re-queue dead-lettered captures (all, or the given ids) for the builders"))
+
+const dlq = Command.make("dlq").pipe(
+  Command.withDescription("inspect or re-queue dead-lettered captures"),
+  Command.withSubcommands([dlqList.pipe(Command.provide(DlqLive)), dlqReplay.pipe(Command.provide(DlqLive))])
+)
+
+const rebuild = Command.make(
+  "rebuild",
+  {
+    batchSize: Flag.Int("batch-size").pipe(Flag.withDescription("decisions per transaction"), Flag.withDefault(500)),
+    json
+  },
+  Effect.fn(function*({ batchSize, json }) {
+    const rebuilder = yield* Rebuilder
+    const bar = progressBar("rebuild")
+    const result = yield* rebuilder.run({ batchSize: Math.max(1, batchSize), onProgress: bar.update }).pipe(Effect.ensuring(bar.finish))
+    yield* Console.log(json ? JSON.stringify(result) : `rebuilt ${result.decisions} decisions in ${result.workspaces} workspaces: ${result.changed} changed, ${result.unreadable} unreadable`)
+  })
+).pipe(
+  Command.withDescription("re-derive every decision from its stored raw call (progress on stderr); stop `serve` first in embedded mode"),
+  Command.provide(Rebuilder.layer.pipe(Layer.provide(StoreLive), Layer.provideMerge(PlatformLive)))
+)
+
+export const ledger = Command.make("ledger").pipe(
+  Command.withDescription("Agent Decision Ledger"),
+  Command.withSubcommands([serve, migrate, admin, status, dlq, rebuild])
+)
+
+ledger.pipe(
+  Command.run({ version: "0.1.0" }),
+  Effect.provide(NodeServices.layer),
+  NodeRuntime.runMain
+)

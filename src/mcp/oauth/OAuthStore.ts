@@ -1,0 +1,306 @@
+/**
+ * The authorization server's records (tables of migration 0004_oauth): registered clients, authorizations (a
+ * sign-in ticket, then a one-time authorization code) and issued tokens. Secrets — client secrets, tickets, codes,
+ * tokens — are stored only as sha256 hashes. Everything runs as the control role (`TenantSql.control`).
+ *
+ * A grant is one authorization: every token issued from its code and from the refresh tokens that follow shares
+ * its `authorization_id`, so a replayed code or refresh token revokes the whole grant (OAuth 2.1 §4.3.1, §6.1).
+ */
+import { Context, Effect, Layer } from "effect"
+import { SqlError } from "effect/sql"
+import * as Crypto from "node:crypto"
+import type { DatabaseUnavailable } from "../../domain/errors.ts"
+import type { MemberRole } from "../../domain/principal.ts"
+import { generateToken, hashToken, TOKEN_PREFIX } from "../../store/Credentials.ts"
+import { ScopedSql, TenantSql, unavailable } from "../../store/TenantSql.ts"
+
+export const ACCESS_TOKEN_TTL_SECONDS = 3_600
+export const REFRESH_TOKEN_TTL_SECONDS = 30 * 86_400
+/** sign-in ticket and authorization code lifetime (RFC 6749 §4.1.2: at most 10 minutes) */
+export const CODE_TTL_SECONDS = 600
+
+const REFRESH_PREFIX = "ldg_ort_"
+const CLIENT_SECRET_PREFIX = "ldg_ocs_"
+
+const random = (prefix: string) => prefix + Crypto.randomBytes(32).toString("base64url")
+
+export type ClientAuthMethod = "none" | "client_secret_post" | "client_secret_basic"
+
+export interface OAuthClient {
+  readonly client_id: string
+  readonly client_secret_hash: Buffer | null
+  readonly token_endpoint_auth_method: ClientAuthMethod
+  readonly redirect_uris: ReadonlyArray<string>
+  readonly metadata: Record<string, unknown>
+}
+
+export interface AuthorizationRequest {
+  readonly client_id: string
+  readonly redirect_uri: string
+  readonly code_challenge: string
+  readonly state: string | null
+  readonly scope: string
+  readonly resource: string
+}
+
+export interface Authorization extends AuthorizationRequest {
+  readonly authorization_id: string
+  readonly tenant_id: string
+  readonly user_id: string
+  readonly workspace_id: string | null
+  readonly expires_at: Date
+  readonly consented_at: Date | null
+  readonly code_used_at: Date | null
+}
+
+export interface Membership {
+  readonly workspace_id: string
+  readonly name: string
+  readonly role: MemberRole
+}
+
+export interface IssuedTokens {
+  readonly access_token: string
+  readonly refresh_token: string
+  readonly expires_in: number
+  readonly scope: string
+}
+
+/** Why a code or refresh token was refused (the token endpoint answers `invalid_grant` with it). */
+export type GrantRefusal = "unknown" | "expired" | "replayed" | "revoked"
+
+interface TokenRow {
+  readonly token_id: string
+  readonly authorization_id: string
+  readonly client_id: string
+  readonly tenant_id: string
+  readonly workspace_id: string
+  readonly user_id: string
+  readonly scope: string
+  readonly audience: string
+  readonly expires_at: Date
+  readonly revoked_at: Date | null
+  readonly rotated_at: Date | null
+}
+
+export class OAuthStore extends Context.Service<OAuthStore, {
+  registerClient(input: {
+    readonly token_endpoint_auth_method: ClientAuthMethod
+    readonly redirect_uris: ReadonlyArray<string>
+    readonly metadata: Record<string, unknown>
+  }): Effect.Effect<{ readonly client_id: string; readonly client_secret: string | null; readonly issued_at: number }, DatabaseUnavailable>
+  client(clientId: string): Effect.Effect<OAuthClient | undefined, DatabaseUnavailable>
+  /** The workspaces the user is a member of, with the user's email. */
+  memberships(tenantId: string, userId: string): Effect.Effect<{ readonly email: string; readonly workspaces: ReadonlyArray<Membership> }, DatabaseUnavailable>
+  /** Records a signed-in user's authorization request; returns the ticket that carries it to the consent step. */
+  startAuthorization(request: AuthorizationRequest, user: { readonly tenant_id: string; readonly user_id: string }): Effect.Effect<string, DatabaseUnavailable>
+  /** The pending authorization of a ticket (unexpired, not yet answered). */
+  pendingAuthorization(ticket: string): Effect.Effect<Authorization | undefined, DatabaseUnavailable>
+  /** Consent for a workspace: closes the ticket and returns the one-time authorization code. */
+  approve(ticket: string, workspaceId: string): Effect.Effect<{ readonly code: string; readonly authorization: Authorization } | undefined, DatabaseUnavailable>
+  /** Closes the ticket without a code (the user denied). */
+  deny(ticket: string): Effect.Effect<Authorization | undefined, DatabaseUnavailable>
+  /**
+   * Redeems a code once: `check` runs on the authorization (client, redirect URI, PKCE) before the code is spent,
+   * so a failed check leaves it usable. A code presented again revokes every token issued from it.
+   */
+  redeemCode<E>(
+    code: string,
+    check: (authorization: Authorization) => Effect.Effect<void, E>
+  ): Effect.Effect<IssuedTokens | GrantRefusal, E | DatabaseUnavailable>
+  /** Rotates a refresh token of the client: a new pair, the old token spent; a spent token revokes the grant. */
+  refresh(refreshToken: string, clientId: string): Effect.Effect<IssuedTokens | GrantRefusal, DatabaseUnavailable>
+  /** RFC 7009: revokes an access token, or a refresh token with its whole grant; tokens of other clients are ignored. */
+  revoke(token: string, clientId: string): Effect.Effect<void, DatabaseUnavailable>
+}>()("ledger/mcp/OAuthStore") {
+  static readonly layer = Layer.effect(
+    OAuthStore,
+    Effect.gen(function*() {
+      const tenantSql = yield* TenantSql
+      /** A control-role transaction whose SQL failures are the database being unavailable. */
+      const control = <A, E, R>(
+        effect: Effect.Effect<A, E, R>
+      ): Effect.Effect<A, Exclude<E, SqlError.SqlError> | DatabaseUnavailable, Exclude<R, ScopedSql>> =>
+        tenantSql.control(
+          Effect.mapError(effect, (error) => SqlError.isSqlError(error) ? unavailable(error) : error as Exclude<E, SqlError.SqlError>)
+        )
+
+      const registerClient = Effect.fn("OAuthStore.registerClient")(function*(input: {
+        readonly token_endpoint_auth_method: ClientAuthMethod
+        readonly redirect_uris: ReadonlyArray<string>
+        readonly metadata: Record<string, unknown>
+      }) {
+        const client_id = `ldg_client_${Crypto.randomBytes(16).toString("base64url")}`
+        const client_secret = input.token_endpoint_auth_method === "none" ? null : random(CLIENT_SECRET_PREFIX)
+        yield* control(ScopedSql.use((sql) =>
+          sql`INSERT INTO oauth_clients (client_id, client_secret_hash, token_endpoint_auth_method, redirect_uris, metadata)
+            VALUES (${client_id}, ${client_secret === null ? null : hashToken(client_secret)}, ${input.token_endpoint_auth_method},
+                    ${input.redirect_uris}::text[], ${JSON.stringify(input.metadata)}::jsonb)`
+        ))
+        return { client_id, client_secret, issued_at: Math.floor(Date.now() / 1000) }
+      })
+
+      const client = Effect.fn("OAuthStore.client")(function*(clientId: string) {
+        const rows = yield* control(ScopedSql.use((sql) =>
+          sql<OAuthClient>`SELECT client_id, client_secret_hash, token_endpoint_auth_method, redirect_uris, metadata
+            FROM oauth_clients WHERE client_id = ${clientId}`
+        ))
+        return rows[0]
+      })
+
+      const memberships = Effect.fn("OAuthStore.memberships")(function*(tenantId: string, userId: string) {
+        return yield* control(Effect.gen(function*() {
+          const sql = yield* ScopedSql
+          const [user] = yield* sql<{ email: string }>`SELECT email FROM users WHERE tenant_id = ${tenantId} AND user_id = ${userId}`
+          const workspaces = yield* sql<Membership>`
+            SELECT m.workspace_id, w.name, m.role FROM memberships m JOIN workspaces w ON w.workspace_id = m.workspace_id
+            WHERE m.tenant_id = ${tenantId} AND m.user_id = ${userId} ORDER BY w.name`
+          return { email: user?.email ?? "", workspaces }
+        }))
+      })
+
+      const AUTHORIZATION_COLUMNS = `authorization_id, client_id, redirect_uri, code_challenge, state, scope, resource,
+        tenant_id, user_id, workspace_id, expires_at, consented_at, code_used_at`
+
+      const startAuthorization = Effect.fn("OAuthStore.startAuthorization")(function*(
+        request: AuthorizationRequest,
+        user: { readonly tenant_id: string; readonly user_id: string }
+      ) {
+        const ticket = random("")
+        yield* control(ScopedSql.use((sql) =>
+          sql`INSERT INTO oauth_authorizations (authorization_id, client_id, redirect_uri, code_challenge, state, scope, resource,
+                tenant_id, user_id, ticket_hash, expires_at)
+            VALUES (${Crypto.randomUUID()}, ${request.client_id}, ${request.redirect_uri}, ${request.code_challenge}, ${request.state},
+                    ${request.scope}, ${request.resource}, ${user.tenant_id}, ${user.user_id}, ${hashToken(ticket)},
+                    now() + make_interval(secs => ${CODE_TTL_SECONDS}))`
+        ))
+        return ticket
+      })
+
+      const pendingAuthorization = Effect.fn("OAuthStore.pendingAuthorization")(function*(ticket: string) {
+        const rows = yield* control(ScopedSql.use((sql) =>
+          sql<Authorization>`SELECT ${sql.literal(AUTHORIZATION_COLUMNS)} FROM oauth_authorizations
+            WHERE ticket_hash = ${hashToken(ticket)} AND consented_at IS NULL AND expires_at > now()`
+        ))
+        return rows[0]
+      })
+
+      const approve = Effect.fn("OAuthStore.approve")(function*(ticket: string, workspaceId: string) {
+        const code = random("")
+        const rows = yield* control(ScopedSql.use((sql) =>
+          sql<Authorization>`UPDATE oauth_authorizations a SET workspace_id = m.workspace_id, code_hash = ${hashToken(code)},
+              consented_at = now(), expires_at = now() + make_interval(secs => ${CODE_TTL_SECONDS})
+            FROM memberships m
+            WHERE a.ticket_hash = ${hashToken(ticket)} AND a.consented_at IS NULL AND a.expires_at > now()
+              AND m.tenant_id = a.tenant_id AND m.user_id = a.user_id AND m.workspace_id::text = ${workspaceId}
+            RETURNING ${sql.literal(AUTHORIZATION_COLUMNS.split(",").map((c) => `a.${c.trim()}`).join(", "))}`
+        ))
+        return rows[0] === undefined ? undefined : { code, authorization: rows[0] }
+      })
+
+      const deny = Effect.fn("OAuthStore.deny")(function*(ticket: string) {
+        const rows = yield* control(ScopedSql.use((sql) =>
+          sql<Authorization>`UPDATE oauth_authorizations SET consented_at = now(), expires_at = now()
+            WHERE ticket_hash = ${hashToken(ticket)} AND consented_at IS NULL AND expires_at > now()
+            RETURNING ${sql.literal(AUTHORIZATION_COLUMNS)}`
+        ))
+        return rows[0]
+      })
+
+      /** Issues an access + refresh token pair in a grant (inside a control transaction). */
+      const issue = (grant: {
+        readonly authorization_id: string
+        readonly client_id: string
+        readonly tenant_id: string
+        readonly workspace_id: string
+        readonly user_id: string
+        readonly scope: string
+        readonly audience: string
+      }) =>
+        Effect.gen(function*() {
+          const sql = yield* ScopedSql
+          const access = generateToken("oauth")
+          const refresh = random(REFRESH_PREFIX)
+          for (const [kind, token, ttl, prefix] of [
+            ["access", access, ACCESS_TOKEN_TTL_SECONDS, TOKEN_PREFIX.oauth],
+            ["refresh", refresh, REFRESH_TOKEN_TTL_SECONDS, REFRESH_PREFIX]
+          ] as const) {
+            yield* sql`INSERT INTO oauth_tokens (token_id, token_hash, kind, authorization_id, client_id, tenant_id, workspace_id,
+                user_id, scope, audience, display_prefix, expires_at)
+              VALUES (${Crypto.randomUUID()}, ${hashToken(token)}, ${kind}, ${grant.authorization_id}, ${grant.client_id},
+                ${grant.tenant_id}, ${grant.workspace_id}, ${grant.user_id}, ${grant.scope}, ${grant.audience},
+                ${token.slice(0, prefix.length + 4)}, now() + make_interval(secs => ${ttl}))`
+          }
+          return { access_token: access, refresh_token: refresh, expires_in: ACCESS_TOKEN_TTL_SECONDS, scope: grant.scope }
+        })
+
+      const revokeGrant = (authorizationId: string) =>
+        ScopedSql.use((sql) =>
+          sql`UPDATE oauth_tokens SET revoked_at = now() WHERE authorization_id = ${authorizationId} AND revoked_at IS NULL`
+        )
+
+      const redeemCode = <E>(code: string, check: (authorization: Authorization) => Effect.Effect<void, E>) =>
+        control(Effect.gen(function*() {
+          const sql = yield* ScopedSql
+          const [row] = yield* sql<Authorization & { expired: boolean }>`
+            SELECT ${sql.literal(AUTHORIZATION_COLUMNS)}, expires_at <= now() AS expired FROM oauth_authorizations
+            WHERE code_hash = ${hashToken(code)} FOR UPDATE`
+          if (row === undefined || row.workspace_id === null) return "unknown" as const
+          if (row.code_used_at !== null) {
+            yield* revokeGrant(row.authorization_id)
+            return "replayed" as const
+          }
+          if (row.expired) return "expired" as const
+          yield* check(row)
+          yield* sql`UPDATE oauth_authorizations SET code_used_at = now() WHERE authorization_id = ${row.authorization_id}`
+          return yield* issue({ ...row, workspace_id: row.workspace_id, audience: row.resource })
+        })).pipe(Effect.withSpan("OAuthStore.redeemCode"))
+
+      const TOKEN_COLUMNS = `token_id, authorization_id, client_id, tenant_id, workspace_id, user_id, scope, audience,
+        expires_at, revoked_at, rotated_at`
+
+      const refresh = Effect.fn("OAuthStore.refresh")(function*(refreshToken: string, clientId: string) {
+        return yield* control(Effect.gen(function*() {
+          const sql = yield* ScopedSql
+          const [row] = yield* sql<TokenRow & { expired: boolean }>`
+            SELECT ${sql.literal(TOKEN_COLUMNS)}, expires_at <= now() AS expired FROM oauth_tokens
+            WHERE token_hash = ${hashToken(refreshToken)} AND kind = 'refresh' FOR UPDATE`
+          if (row === undefined || row.client_id !== clientId) return "unknown" as const
+          if (row.revoked_at !== null) return "revoked" as const
+          if (row.rotated_at !== null) {
+            yield* revokeGrant(row.authorization_id)
+            return "replayed" as const
+          }
+          if (row.expired) return "expired" as const
+          yield* sql`UPDATE oauth_tokens SET rotated_at = now() WHERE token_id = ${row.token_id}`
+          return yield* issue(row)
+        }))
+      })
+
+      const revoke = Effect.fn("OAuthStore.revoke")(function*(token: string, clientId: string) {
+        yield* control(Effect.gen(function*() {
+          const sql = yield* ScopedSql
+          const [row] = yield* sql<{ token_id: string; kind: "access" | "refresh"; authorization_id: string }>`
+            SELECT token_id, kind, authorization_id FROM oauth_tokens
+            WHERE token_hash = ${hashToken(token)} AND client_id = ${clientId}`
+          if (row === undefined) return
+          if (row.kind === "refresh") yield* revokeGrant(row.authorization_id)
+          else yield* sql`UPDATE oauth_tokens SET revoked_at = now() WHERE token_id = ${row.token_id} AND revoked_at IS NULL`
+        }))
+      })
+
+      return OAuthStore.of({
+        registerClient,
+        client,
+        memberships,
+        startAuthorization,
+        pendingAuthorization,
+        approve,
+        deny,
+        redeemCode,
+        refresh,
+        revoke
+      })
+    })
+  )
+}

@@ -1,0 +1,71 @@
+/**
+ * The pipeline's figures for operators (DESIGN §2.5): capture stream gauges refreshed from `CaptureStream.stats`,
+ * and the builder's counters and build latency. They are Effect metrics, so `/metrics` on both ports shows them
+ * (`PrometheusMetrics.format` in src/ops/Health.ts reads the process's registry).
+ */
+import { Context, Duration, Effect, Layer, Metric } from "effect"
+import { CaptureStream, type StreamStats, type StreamUnavailable } from "../capture/CaptureStream.ts"
+
+export const streamLength = Metric.gauge("ledger_stream_length", {
+  description: "entries in the capture stream (acknowledged entries are trimmed over time)"
+})
+export const streamLag = Metric.gauge("ledger_stream_group_lag", {
+  description: "captures not yet delivered to the builders' consumer group"
+})
+export const streamPending = Metric.gauge("ledger_stream_pending", {
+  description: "captures delivered to a builder and not yet acknowledged"
+})
+export const oldestPendingSeconds = Metric.gauge("ledger_stream_oldest_pending_seconds", {
+  description: "age of the oldest unacknowledged capture (0 when none)"
+})
+export const deadLetters = Metric.gauge("ledger_dead_letters", {
+  description: "captures in the dead-letter stream (ledger dlq list)"
+})
+export const decisionsBuilt = Metric.counter("ledger_decisions_built_total", {
+  description: "decisions inserted by the builders of this process",
+  incremental: true
+})
+export const buildLatency = Metric.histogram("ledger_build_latency_seconds", {
+  description: "time from the end of a model call (capture) to its decision being committed",
+  boundaries: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300]
+})
+export const capturesDeadLettered = Metric.counter("ledger_captures_dead_lettered_total", {
+  description: "captures this process moved to the dead letters",
+  incremental: true
+})
+export const builderRetries = Metric.counter("ledger_builder_retries_total", {
+  description: "batch writes retried after a database failure",
+  incremental: true
+})
+
+const REFRESH_INTERVAL = Duration.seconds(5)
+
+export class PipelineMetrics extends Context.Service<PipelineMetrics, {
+  /** Reads the stream's figures and sets the gauges (the layer does it every few seconds). */
+  readonly refresh: Effect.Effect<StreamStats, StreamUnavailable>
+}>()("ledger/ops/PipelineMetrics") {
+  static readonly layer = Layer.effect(
+    PipelineMetrics,
+    Effect.gen(function*() {
+      const stream = yield* CaptureStream
+      const refresh = Effect.gen(function*() {
+        const stats = yield* stream.stats
+        yield* Metric.update(streamLength, stats.length)
+        // null when Redis cannot tell (entries deleted inside the unread range): keep the last figure
+        if (stats.lag !== null) yield* Metric.update(streamLag, stats.lag)
+        yield* Metric.update(streamPending, stats.pending)
+        yield* Metric.update(oldestPendingSeconds, (stats.oldest_pending_ms ?? 0) / 1000)
+        yield* Metric.update(deadLetters, stats.dead_letters)
+        return stats
+      }).pipe(Effect.withSpan("PipelineMetrics.refresh"))
+      // A failed round (stream unreachable) leaves the last figures; the next round tries again.
+      yield* refresh.pipe(
+        Effect.catch((error) => Effect.logDebug("pipeline metrics refresh failed", { error: error.message })),
+        Effect.andThen(Effect.sleep(REFRESH_INTERVAL)),
+        Effect.forever,
+        Effect.forkScoped
+      )
+      return PipelineMetrics.of({ refresh })
+    })
+  )
+}

@@ -1,0 +1,75 @@
+/**
+ * The tenant-scoped SQL client (DESIGN §4): the only way query and builder code reaches ledger tables.
+ *
+ * `TenantSql.read` / `.write` / `.control` open a transaction, set the tenant, workspace, user, member role and
+ * database role in one statement (`set_config(..., true)` — local to the transaction, so nothing leaks to the
+ * next pooled query), and provide `ScopedSql` to the effect. Repository code asks for `ScopedSql`, which exists
+ * only inside such a transaction: an unscoped read does not type-check.
+ */
+import { Context, Effect, Layer } from "effect"
+import { SqlClient, SqlError } from "effect/sql"
+import type { TenantScope } from "../domain/principal.ts"
+import { DatabaseUnavailable } from "../domain/errors.ts"
+
+/** The SQL client inside a scoped transaction. */
+export class ScopedSql extends Context.Service<ScopedSql, SqlClient.SqlClient>()("ledger/store/ScopedSql") {}
+
+type DbRole = "ledger_reader" | "ledger_builder" | "ledger_control"
+
+const NIL = ""
+
+/** Maps a SQL failure to the domain's 503 error, keeping the Postgres cause for the logs. */
+export const unavailable = (error: SqlError.SqlError) =>
+  new DatabaseUnavailable({ message: "database unavailable", cause: error })
+
+export class TenantSql extends Context.Service<TenantSql, {
+  /** Query layer: read-only role, tenant + workspace + (restricted) user scope. */
+  read<A, E, R>(scope: TenantScope, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | DatabaseUnavailable, Exclude<R, ScopedSql>>
+  /** Decision builder: write role, tenant + workspace scope. Call `rescope` to switch workspace within the transaction. */
+  write<A, E, R>(
+    scope: { readonly tenant_id: string; readonly workspace_id: string },
+    effect: Effect.Effect<A, E, R>
+  ): Effect.Effect<A, E | DatabaseUnavailable, Exclude<R, ScopedSql>>
+  /** Within a `write` transaction: point the settings at another tenant/workspace (batches span tenants). */
+  rescope(scope: { readonly tenant_id: string; readonly workspace_id: string }): Effect.Effect<void, DatabaseUnavailable, ScopedSql>
+  /** Authentication and administration: the control role, which sees identity tables and no ledger rows. */
+  control<A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | DatabaseUnavailable, Exclude<R, ScopedSql>>
+}>()("ledger/store/TenantSql") {
+  static readonly layer = Layer.effect(
+    TenantSql,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+
+      const setScope = (role: DbRole, tenant: string, workspace: string, user: string, memberRole: string) =>
+        sql`SELECT set_config('ledger.tenant_id', ${tenant}, true), set_config('ledger.workspace_id', ${workspace}, true),
+                   set_config('ledger.user_id', ${user}, true), set_config('ledger.member_role', ${memberRole}, true),
+                   set_config('role', ${role}, true)`
+
+      const scoped = <A, E, R>(
+        role: DbRole,
+        tenant: string,
+        workspace: string,
+        user: string,
+        memberRole: string,
+        effect: Effect.Effect<A, E, R>
+      ): Effect.Effect<A, E | DatabaseUnavailable, Exclude<R, ScopedSql>> =>
+        sql.withTransaction(
+          Effect.andThen(setScope(role, tenant, workspace, user, memberRole), Effect.provideService(effect, ScopedSql, sql))
+        ).pipe(
+          Effect.mapError((error) => SqlError.isSqlError(error) ? unavailable(error) : error)
+        ) as Effect.Effect<A, E | DatabaseUnavailable, Exclude<R, ScopedSql>>
+
+      return TenantSql.of({
+        read: (scope, effect) => scoped("ledger_reader", scope.tenant_id, scope.workspace_id, scope.user_id, scope.role, effect),
+        write: (scope, effect) => scoped("ledger_builder", scope.tenant_id, scope.workspace_id, NIL, NIL, effect),
+        rescope: Effect.fnUntraced(function*(scope) {
+          const tx = yield* ScopedSql
+          yield* tx`SELECT set_config('ledger.tenant_id', ${scope.tenant_id}, true), set_config('ledger.workspace_id', ${scope.workspace_id}, true)`.pipe(
+            Effect.mapError(unavailable)
+          )
+        }),
+        control: (effect) => scoped("ledger_control", NIL, NIL, NIL, NIL, effect)
+      })
+    })
+  )
+}

@@ -1,0 +1,123 @@
+/**
+ * The `ledger` command as users and scripts run it (CONTRACT.md): exact `--json` shapes, migrate idempotent,
+ * embedded `serve` healthy on both ports with credentials.json (0600), clean exit on SIGTERM.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { type ChildProcess, execFile, spawn } from "node:child_process"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { testDatabase } from "../support/db.ts"
+import { freePort } from "../support/ports.ts"
+import { tempDir } from "../support/stack.ts"
+
+const BIN = Path.resolve(import.meta.dirname, "../../bin/ledger.js")
+
+/** The environment of a fresh shell: no database or Redis configured unless given. */
+const cleanEnv = (extra: Record<string, string>) => {
+  const env: Record<string, string> = {}
+  for (const [k, v] of Object.entries(process.env)) {
+    if (v !== undefined && !k.startsWith("LEDGER_") && k !== "DATABASE_URL" && k !== "REDIS_URL") env[k] = v
+  }
+  return { ...env, LEDGER_LOG_LEVEL: "warn", ...extra }
+}
+
+const ledger = (args: ReadonlyArray<string>, env: Record<string, string>) =>
+  Effect.callback<{ code: number; stdout: string; stderr: string }>((resume) => {
+    execFile(process.execPath, [BIN, ...args], { env: cleanEnv(env), timeout: 60_000 }, (error, stdout, stderr) => {
+      resume(Effect.succeed({ code: error ? (typeof error.code === "number" ? error.code : 1) : 0, stdout, stderr }))
+    })
+  })
+
+const healthy = (url: string) =>
+  Effect.promise(() => fetch(url, { signal: AbortSignal.timeout(3_000) }).then((r) => r.ok, () => false))
+
+const exited = (child: ChildProcess) =>
+  Effect.callback<number | null>((resume) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resume(Effect.succeed(child.exitCode))
+    child.once("exit", (code) => resume(Effect.succeed(code)))
+  })
+
+describe("ledger CLI", () => {
+  it.live("admin bootstrap / token create / token revoke print exactly the documented JSON; migrate is idempotent", () =>
+    Effect.gen(function*() {
+      const db = yield* testDatabase
+      const env = { DATABASE_URL: db.url }
+
+      for (let i = 0; i < 2; i++) {
+        const migrated = yield* ledger(["migrate"], env)
+        assert.strictEqual(migrated.code, 0, migrated.stderr)
+      }
+
+      const boot = yield* ledger(
+        ["admin", "bootstrap", "--tenant", "acme", "--workspace", "ops", "--email", "ann@acme.test", "--json"],
+        env
+      )
+      assert.strictEqual(boot.code, 0, boot.stderr)
+      const lines = boot.stdout.trim().split("\n")
+      assert.strictEqual(lines.length, 1, "one JSON line on stdout")
+      const created = JSON.parse(lines[0]!)
+      assert.deepStrictEqual(Object.keys(created), ["tenant_id", "workspace_id", "user_id", "pat", "gateway_key"])
+      assert.match(created.pat, /^ldg_pat_/)
+      assert.match(created.gateway_key, /^ldg_gw_/)
+
+      // bootstrap again reuses tenant/workspace/user and issues new tokens
+      const again = JSON.parse((yield* ledger(
+        ["admin", "bootstrap", "--tenant", "acme", "--workspace", "ops", "--email", "ann@acme.test", "--role", "restricted", "--json"],
+        env
+      )).stdout)
+      assert.strictEqual(again.tenant_id, created.tenant_id)
+      assert.strictEqual(again.user_id, created.user_id)
+      assert.notStrictEqual(again.pat, created.pat)
+
+      const token = yield* ledger(["admin", "token", "create", "--email", "ann@acme.test", "--workspace", "ops", "--kind", "gateway", "--json"], env)
+      assert.strictEqual(token.code, 0, token.stderr)
+      const issued = JSON.parse(token.stdout)
+      assert.deepStrictEqual(Object.keys(issued), ["token_id", "token"])
+      assert.match(issued.token, /^ldg_gw_/)
+
+      const revoked = yield* ledger(["admin", "token", "revoke", issued.token_id], env)
+      assert.strictEqual(revoked.code, 0, revoked.stderr)
+      const revokedAgain = yield* ledger(["admin", "token", "revoke", issued.token_id], env)
+      assert.notStrictEqual(revokedAgain.code, 0, "revoking twice reports that no active token was found")
+
+      const unknownMember = yield* ledger(["admin", "token", "create", "--email", "nobody@acme.test", "--workspace", "ops", "--kind", "pat", "--json"], env)
+      assert.notStrictEqual(unknownMember.code, 0)
+    }).pipe(Effect.scoped), 120_000)
+
+  it.live("serve with no database or Redis configured: healthy on both ports, credentials.json 0600, exits on SIGTERM", () =>
+    Effect.gen(function*() {
+      const dataDir = yield* tempDir
+      const [apiPort, gatewayPort] = [yield* Effect.promise(freePort), yield* Effect.promise(freePort)]
+      const started = Date.now()
+      const child = spawn(process.execPath, [BIN, "serve"], {
+        env: cleanEnv({ LEDGER_DATA_DIR: dataDir, LEDGER_API_PORT: String(apiPort), LEDGER_GATEWAY_PORT: String(gatewayPort) }),
+        stdio: ["ignore", "pipe", "pipe"]
+      })
+      let output = ""
+      child.stdout.on("data", (d) => (output += d))
+      child.stderr.on("data", (d) => (output += d))
+      yield* Effect.addFinalizer(() => Effect.sync(() => child.kill("SIGKILL")))
+
+      let up = false
+      while (!up && Date.now() - started < 30_000) {
+        up = (yield* healthy(`http://127.0.0.1:${apiPort}/healthz`)) && (yield* healthy(`http://127.0.0.1:${gatewayPort}/healthz`))
+        if (!up) yield* Effect.sleep(200)
+      }
+      assert.isTrue(up, `healthy on both ports within 30 s:\n${output}`)
+      assert.isTrue(yield* healthy(`http://127.0.0.1:${apiPort}/readyz`), "ready: database and stream reachable")
+
+      const file = Path.join(dataDir, "credentials.json")
+      assert.strictEqual(Fs.statSync(file).mode & 0o777, 0o600)
+      const credentials = JSON.parse(Fs.readFileSync(file, "utf8"))
+      assert.match(credentials.pat, /^ldg_pat_/)
+      assert.match(credentials.gateway_key, /^ldg_gw_/)
+      assert.include(output, file, "prints where the credentials are")
+
+      const stopping = Date.now()
+      child.kill("SIGTERM")
+      yield* exited(child).pipe(Effect.timeout("15 seconds"))
+      assert.isBelow(Date.now() - stopping, 10_000, "exits promptly on SIGTERM")
+      assert.isFalse(yield* healthy(`http://127.0.0.1:${apiPort}/healthz`), "API port closed")
+    }).pipe(Effect.scoped), 90_000)
+})

@@ -1,0 +1,417 @@
+/**
+ * OAuth 2.1 for MCP, end to end: the MCP SDK client's own flow (`auth()` through StreamableHTTPClientTransport —
+ * 401 challenge, resource metadata, authorization-server metadata, dynamic registration, PKCE S256) with the sign-in
+ * and consent pages driven in headless Chromium, ending in a tool call scoped to the workspace the user picked;
+ * then refresh (rotation) through the SDK, and the refusals: wrong PKCE verifier, reused code (which revokes what it
+ * issued), a token for another resource, an expired token, a replayed refresh token, revocation, bad registrations.
+ */
+import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js"
+import { assert, describe, layer } from "@effect/vitest"
+import { Context, Deferred, Effect, Layer } from "effect"
+import * as Crypto from "node:crypto"
+import * as Http from "node:http"
+import type { AddressInfo } from "node:net"
+import { CACHE_TTL_MS } from "../../src/api/Authenticator.ts"
+import { Credentials, hashToken } from "../../src/store/Credentials.ts"
+import { ScopedSql, TenantSql } from "../../src/store/TenantSql.ts"
+import { ApiStack, apiStack } from "../support/api-stack.ts"
+import { launchBrowser, openPage, screenshot } from "../support/browser.ts"
+import {
+  authorizeWithForms,
+  callTool,
+  grantByForms,
+  MemoryOAuthProvider,
+  mcpClient,
+  mcpTransport,
+  newMcpClient,
+  pkcePair,
+  postForm,
+  registerOAuthClient,
+  textOf
+} from "../support/mcp-client.ts"
+import { insertDecisions, makeCapture, seedDecision } from "../support/seed.ts"
+
+/** A loopback redirect target that hands each callback's query to the test. */
+class Callback extends Context.Service<Callback, {
+  readonly url: string
+  /** the next callback's query parameters */
+  readonly next: Effect.Effect<URLSearchParams>
+}>()("test/oauth/Callback") {
+  static readonly layer = Layer.effect(
+    Callback,
+    Effect.gen(function*() {
+      let waiting = yield* Deferred.make<URLSearchParams>()
+      const server = yield* Effect.acquireRelease(
+        Effect.promise(() =>
+          new Promise<Http.Server>((resolve) => {
+            const server = Http.createServer((request, response) => {
+              const query = new URL(request.url!, "http://127.0.0.1").searchParams
+              Deferred.doneUnsafe(waiting, Effect.succeed(query))
+              response.writeHead(200, { "content-type": "text/html" }).end("<!doctype html><title>Connected</title><p>You can close this window.</p>")
+            })
+            server.listen(0, "127.0.0.1", () => resolve(server))
+          })
+        ),
+        (server) => Effect.promise(() => new Promise<void>((resolve) => server.close(() => resolve())))
+      )
+      const next = Effect.gen(function*() {
+        const query = yield* Deferred.await(waiting)
+        waiting = yield* Deferred.make<URLSearchParams>()
+        return query
+      })
+      return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/callback`, next }
+    })
+  )
+}
+
+/** acme has two workspaces; ann is a member of both, and only "research" has agent "researcher". */
+class Setup extends Context.Service<Setup, { readonly researchWorkspace: string }>()("test/oauth/Setup") {
+  static readonly layer = Layer.effect(
+    Setup,
+    Effect.gen(function*() {
+      const stack = yield* ApiStack
+      return yield* Effect.gen(function*() {
+        const research = yield* Credentials.use((c) => c.bootstrap({ tenant: "acme", workspace: "research", email: "ann@acme.test", role: "member" }))
+        const scope = { ...research, key_id: Crypto.randomUUID() }
+        yield* insertDecisions([
+          seedDecision(makeCapture({ scope, agent_id: "researcher", at: Date.now() - 60_000 }), Crypto.randomUUID())
+        ])
+        return { researchWorkspace: research.workspace_id }
+      }).pipe(Effect.provide(stack.context), Effect.orDie)
+    })
+  )
+}
+
+const post = (url: string, form: Record<string, string>, headers: Record<string, string> = {}) =>
+  Effect.promise(() => postForm(url, form, headers))
+
+const pkce = pkcePair
+
+const register = (redirect: string, extra: Record<string, unknown> = {}) =>
+  Effect.gen(function*() {
+    const { baseUrl } = yield* ApiStack
+    return yield* Effect.promise(() => registerOAuthClient(baseUrl, redirect, extra))
+  })
+
+/** The sign-in and consent forms, as the browser posts them (ann, her "ops" workspace); returns the code. */
+const authorizeByForms = (clientId: string, redirect: string, challenge: string) =>
+  Effect.gen(function*() {
+    const { baseUrl, pat, principal } = yield* ApiStack
+    const location = yield* Effect.promise(() =>
+      authorizeWithForms(baseUrl, { clientId, redirect, challenge, pat, workspaceId: principal.workspace_id, state: "s-1" })
+    )
+    assert.strictEqual(location.searchParams.get("state"), "s-1")
+    assert.strictEqual(location.searchParams.get("iss"), baseUrl)
+    return location.searchParams.get("code")!
+  })
+
+const tokenRequest = (form: Record<string, string>) =>
+  Effect.gen(function*() {
+    const { baseUrl } = yield* ApiStack
+    return yield* post(`${baseUrl}/oauth/token`, form)
+  })
+
+/** A fresh grant by forms: client, code, tokens. */
+const grant = (redirect: string) =>
+  Effect.gen(function*() {
+    const { baseUrl, pat, principal } = yield* ApiStack
+    return yield* Effect.promise(() => grantByForms(baseUrl, { pat, workspaceId: principal.workspace_id, redirect }))
+  })
+
+/** Whether a bearer token is accepted by /mcp (a tools/list round trip with the SDK client). */
+const accepted = (token: string) =>
+  Effect.gen(function*() {
+    const { baseUrl } = yield* ApiStack
+    return yield* Effect.promise(async () => {
+      const client = newMcpClient()
+      try {
+        await client.connect(mcpTransport(baseUrl, { token }))
+        await client.listTools()
+        return true
+      } catch {
+        return false
+      } finally {
+        await client.close()
+      }
+    })
+  })
+
+const challengeOf = (token: string) =>
+  Effect.gen(function*() {
+    const { baseUrl } = yield* ApiStack
+    return yield* Effect.promise(async () => {
+      const response = await fetch(`${baseUrl}/mcp`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" })
+      })
+      return { status: response.status, challenge: response.headers.get("www-authenticate") ?? "" }
+    })
+  })
+
+/** Runs SQL as the control role (the tests' way to age tokens). */
+const control = (effect: Effect.Effect<unknown, unknown, ScopedSql>) =>
+  Effect.gen(function*() {
+    const { context } = yield* ApiStack
+    yield* TenantSql.use((sql) => sql.control(effect)).pipe(Effect.provide(context), Effect.orDie)
+  })
+
+const Live = Layer.mergeAll(Setup.layer, Callback.layer).pipe(Layer.provideMerge(ApiStack.layer()))
+
+describe("MCP OAuth", () => {
+  layer(Live, { timeout: 180_000, excludeTestServices: true })("authorization server", (it) => {
+    it.effect("the SDK client signs in through the browser, picks a workspace, calls a tool, refreshes", () =>
+      Effect.gen(function*() {
+        const { baseUrl } = yield* ApiStack
+        const { researchWorkspace } = yield* Setup
+        const callback = yield* Callback
+        const provider = new MemoryOAuthProvider(callback.url)
+
+        // 1. no token: the transport follows the 401 challenge, registers, and asks to open the sign-in page
+        const first = newMcpClient()
+        const transport = mcpTransport(baseUrl, { authProvider: provider })
+        const refused = yield* Effect.promise(() => first.connect(transport).then(() => undefined, (error) => error))
+        assert.instanceOf(refused, UnauthorizedError)
+        assert.match(String((provider.client as any)?.client_id), /^ldg_client_/, "registered dynamically")
+        const authorize = provider.authorizationUrl!
+        assert.strictEqual(`${authorize.origin}${authorize.pathname}`, `${baseUrl}/oauth/authorize`)
+        assert.strictEqual(authorize.searchParams.get("code_challenge_method"), "S256")
+        assert.strictEqual(authorize.searchParams.get("resource"), `${baseUrl}/mcp`)
+
+        // 2. the user signs in with a PAT and picks the research workspace, in the browser
+        const browser = yield* launchBrowser
+        const { page, requests } = yield* openPage(browser, {
+          allow: (url) => url.startsWith(`${baseUrl}/oauth/`) || url.startsWith(callback.url)
+        })
+        yield* Effect.promise(() => page.goto(authorize.toString()))
+        assert.include(yield* Effect.promise(() => page.locator("h1").innerText()), "Ledger e2e client")
+        yield* screenshot(page, "oauth-signin")
+        yield* Effect.promise(() => page.fill("#pat", "ldg_pat_wrong"))
+        yield* Effect.promise(() => page.click("button[type=submit]"))
+        assert.include(yield* Effect.promise(() => page.locator(".error").innerText()), "not accepted")
+        const { pat } = yield* ApiStack
+        yield* Effect.promise(() => page.fill("#pat", pat))
+        yield* Effect.promise(() => page.click("button[type=submit]"))
+        yield* Effect.promise(() => page.waitForSelector("input[name=workspace_id]"))
+        assert.include(yield* Effect.promise(() => page.locator("main").innerText()), "ann@acme.test")
+        assert.sameMembers(
+          yield* Effect.promise(() => page.locator("label.choice").allInnerTexts()).pipe(Effect.map((labels) => labels.map((l) => l.trim()))),
+          ["ops", "research"]
+        )
+        yield* Effect.promise(() => page.check(`input[value="${researchWorkspace}"]`))
+        yield* screenshot(page, "oauth-consent")
+        const [query] = yield* Effect.all([
+          callback.next,
+          Effect.promise(() => page.click("button[value=allow]"))
+        ], { concurrency: 2 })
+        assert.deepStrictEqual(requests.blocked, [], "the pages load nothing from elsewhere")
+        assert.strictEqual(query.get("iss"), baseUrl)
+
+        // 3. the SDK exchanges the code (PKCE) and the next connection carries the access token
+        yield* Effect.promise(() => transport.finishAuth(query.get("code")!))
+        const tokens = provider.saved!
+        assert.match(tokens.access_token, /^ldg_oat_/)
+        assert.isString(tokens.refresh_token)
+        assert.strictEqual(tokens.token_type, "Bearer")
+        const client = yield* mcpClient(baseUrl, { authProvider: provider })
+        const agents = yield* callTool(client, "list_agents")
+        assert.notStrictEqual(agents.isError, true, textOf(agents))
+        assert.deepStrictEqual((agents.structuredContent as any).data.map((a: any) => a.agent_id), ["researcher"], "scoped to the picked workspace")
+
+        // 4. the access token expires: the SDK refreshes (rotation) and the call goes through
+        yield* control(ScopedSql.use((sql) =>
+          sql`UPDATE oauth_tokens SET expires_at = now() - interval '1 second' WHERE token_hash = ${hashToken(tokens.access_token)}`
+        ))
+        yield* Effect.sleep(CACHE_TTL_MS + 100)
+        const again = yield* mcpClient(baseUrl, { authProvider: provider })
+        const afterRefresh = yield* callTool(again, "list_agents")
+        assert.notStrictEqual(afterRefresh.isError, true, textOf(afterRefresh))
+        assert.notStrictEqual(provider.saved!.access_token, tokens.access_token, "a new access token")
+        assert.notStrictEqual(provider.saved!.refresh_token, tokens.refresh_token, "the refresh token rotated")
+        // the spent refresh token presented again: refused, and the whole grant is revoked
+        const replay = yield* tokenRequest({ grant_type: "refresh_token", client_id: (provider.client as any).client_id, refresh_token: tokens.refresh_token! })
+        assert.strictEqual(replay.status, 400)
+        assert.strictEqual(replay.json.error, "invalid_grant")
+        yield* Effect.sleep(CACHE_TTL_MS + 100)
+        assert.isFalse(yield* accepted(provider.saved!.access_token), "the grant's current access token is revoked too")
+      }))
+
+    it.effect("wrong PKCE verifier refused (code kept); a reused code is refused and revokes what it issued", () =>
+      Effect.gen(function*() {
+        const { baseUrl } = yield* ApiStack
+        const redirect = "http://127.0.0.1:9/cb"
+        const client = (yield* register(redirect)).body
+        const { verifier, challenge } = pkce()
+        const code = yield* authorizeByForms(client.client_id, redirect, challenge)
+        const exchange = (codeVerifier: string) =>
+          tokenRequest({
+            grant_type: "authorization_code",
+            client_id: client.client_id,
+            code,
+            code_verifier: codeVerifier,
+            redirect_uri: redirect,
+            resource: `${baseUrl}/mcp`
+          })
+        const wrong = yield* exchange(pkce().verifier)
+        assert.strictEqual(wrong.status, 400)
+        assert.deepInclude(wrong.json, { error: "invalid_grant" })
+        assert.include(wrong.json.error_description, "PKCE")
+        const right = yield* exchange(verifier)
+        assert.strictEqual(right.status, 200, right.text)
+        assert.isTrue(yield* accepted(right.json.access_token))
+        const reused = yield* exchange(verifier)
+        assert.strictEqual(reused.status, 400)
+        assert.include(reused.json.error_description, "already used")
+        yield* Effect.sleep(CACHE_TTL_MS + 100)
+        assert.isFalse(yield* accepted(right.json.access_token), "tokens from a replayed code are revoked")
+        const viaRefresh = yield* tokenRequest({ grant_type: "refresh_token", client_id: client.client_id, refresh_token: right.json.refresh_token })
+        assert.strictEqual(viaRefresh.status, 400)
+        // other clients and redirect URIs cannot redeem a code either
+        const { verifier: v2, challenge: c2 } = pkce()
+        const other = (yield* register(redirect)).body
+        const code2 = yield* authorizeByForms(client.client_id, redirect, c2)
+        const stolen = yield* tokenRequest({ grant_type: "authorization_code", client_id: other.client_id, code: code2, code_verifier: v2, redirect_uri: redirect })
+        assert.strictEqual(stolen.status, 400)
+        assert.include(stolen.json.error_description, "another client")
+      }))
+
+    it.effect("a token for another resource is refused, at the authorization server and at /mcp", () =>
+      Effect.gen(function*() {
+        const { baseUrl, settings } = yield* ApiStack
+        const redirect = "http://127.0.0.1:9/cb"
+        const client = (yield* register(redirect)).body
+        const { challenge } = pkce()
+        // asking for a token for another resource: refused back to the client with invalid_target
+        const params = new URLSearchParams({
+          response_type: "code",
+          client_id: client.client_id,
+          redirect_uri: redirect,
+          code_challenge: challenge,
+          code_challenge_method: "S256",
+          state: "x",
+          resource: "https://elsewhere.example/mcp"
+        })
+        const response = yield* Effect.promise(() => fetch(`${baseUrl}/oauth/authorize?${params}`, { redirect: "manual" }))
+        assert.strictEqual(response.status, 302)
+        const location = new URL(response.headers.get("location")!)
+        assert.strictEqual(location.searchParams.get("error"), "invalid_target")
+        assert.strictEqual(location.searchParams.get("state"), "x")
+        const atTokenEndpoint = yield* tokenRequest({ grant_type: "refresh_token", client_id: client.client_id, refresh_token: "x", resource: "https://elsewhere.example/mcp" })
+        assert.strictEqual(atTokenEndpoint.json.error, "invalid_target")
+
+        // a token this server issued, presented to another deployment (another public URL) on the same database
+        const { tokens } = yield* grant(redirect)
+        const elsewhere = yield* apiStack({ settings: { databaseUrl: settings.databaseUrl, publicUrl: "http://ledger-b.test" } })
+        const refusedThere = yield* Effect.promise(async () => {
+          const r = await fetch(`${elsewhere.baseUrl}/mcp`, {
+            method: "POST",
+            headers: { authorization: `Bearer ${tokens.access_token}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
+            body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" })
+          })
+          return { status: r.status, challenge: r.headers.get("www-authenticate") ?? "" }
+        })
+        assert.strictEqual(refusedThere.status, 401)
+        assert.include(refusedThere.challenge, "error=\"invalid_token\"")
+        assert.include(refusedThere.challenge, "another resource")
+        assert.include(refusedThere.challenge, "resource_metadata=\"http://ledger-b.test/.well-known/oauth-protected-resource/mcp\"")
+        assert.isTrue(yield* accepted(tokens.access_token), "and still accepted where it was issued")
+      }))
+
+    it.effect("an expired access token is refused with invalid_token; revocation ends a grant", () =>
+      Effect.gen(function*() {
+        const redirect = "http://127.0.0.1:9/cb"
+        const first = yield* grant(redirect)
+        yield* control(ScopedSql.use((sql) =>
+          sql`UPDATE oauth_tokens SET expires_at = now() - interval '1 second' WHERE token_hash = ${hashToken(first.tokens.access_token)}`
+        ))
+        const expired = yield* challengeOf(first.tokens.access_token)
+        assert.strictEqual(expired.status, 401)
+        assert.include(expired.challenge, "error=\"invalid_token\"")
+        assert.include(expired.challenge, "token expired")
+        assert.strictEqual(first.tokens.expires_in, 3600)
+
+        const second = yield* grant(redirect)
+        assert.isTrue(yield* accepted(second.tokens.access_token))
+        const { baseUrl } = yield* ApiStack
+        const revoked = yield* post(`${baseUrl}/oauth/revoke`, { client_id: second.client.client_id, token: second.tokens.refresh_token })
+        assert.strictEqual(revoked.status, 200)
+        yield* Effect.sleep(CACHE_TTL_MS + 100)
+        assert.isFalse(yield* accepted(second.tokens.access_token), "revoking the refresh token ends the grant")
+        const unknownClient = yield* post(`${baseUrl}/oauth/revoke`, { client_id: "nope", token: "x" })
+        assert.strictEqual(unknownClient.status, 401)
+        assert.strictEqual(unknownClient.json.error, "invalid_client")
+      }))
+
+    it.effect("registration and authorization refuse what they must; tokens are stored hashed", () =>
+      Effect.gen(function*() {
+        const { baseUrl, pat, context } = yield* ApiStack
+        for (const [uris, why] of [[[], "empty"], [["http://evil.example/cb"], "http for non-loopback"], [["javascript:alert(1)"], "script scheme"], [["https://app.example/cb#x"], "fragment"]] as const) {
+          const response = yield* register(uris[0] ?? "", { redirect_uris: uris })
+          assert.strictEqual(response.status, 400, why)
+          assert.strictEqual(response.body.error, "invalid_redirect_uri", why)
+        }
+        const confidential = yield* register("https://app.example/cb", { token_endpoint_auth_method: "client_secret_basic" })
+        assert.strictEqual(confidential.status, 201)
+        assert.match(confidential.body.client_secret, /^ldg_ocs_/)
+        // a confidential client must authenticate at the token endpoint
+        const noSecret = yield* tokenRequest({ grant_type: "refresh_token", client_id: confidential.body.client_id, refresh_token: "x" })
+        assert.strictEqual(noSecret.status, 401)
+        const basic = Buffer.from(`${confidential.body.client_id}:${confidential.body.client_secret}`).toString("base64")
+        const withSecret = yield* post(`${baseUrl}/oauth/token`, { grant_type: "refresh_token", refresh_token: "x" }, { authorization: `Basic ${basic}` })
+        assert.strictEqual(withSecret.status, 400, "authenticated; the refresh token is what is wrong")
+        assert.strictEqual(withSecret.json.error, "invalid_grant")
+
+        const page = (query: Record<string, string>) =>
+          Effect.promise(async () => {
+            const response = await fetch(`${baseUrl}/oauth/authorize?${new URLSearchParams(query)}`, { redirect: "manual" })
+            return { status: response.status, location: response.headers.get("location"), text: await response.text() }
+          })
+        const publicClient = (yield* register("http://127.0.0.1:9/cb")).body
+        const base = { response_type: "code", client_id: publicClient.client_id, redirect_uri: "http://127.0.0.1:9/cb", code_challenge: pkce().challenge, code_challenge_method: "S256" }
+        assert.strictEqual((yield* page({ ...base, client_id: "unknown" })).status, 400, "unknown client: an error page, no redirect")
+        assert.strictEqual((yield* page({ ...base, redirect_uri: "https://attacker.example/cb" })).status, 400, "unregistered redirect: no redirect")
+        const loopbackPort = yield* page({ ...base, redirect_uri: "http://127.0.0.1:5555/cb" })
+        assert.strictEqual(loopbackPort.status, 200, "loopback redirects may use any port (RFC 8252)")
+        assert.include(new URL((yield* page({ ...base, code_challenge_method: "plain" })).location!).search, "error=invalid_request")
+        assert.include(new URL((yield* page({ ...base, code_challenge: "" })).location!).search, "error=invalid_request")
+        assert.include(new URL((yield* page({ ...base, scope: "admin" })).location!).search, "error=invalid_scope")
+        assert.include(new URL((yield* page({ ...base, response_type: "token" })).location!).search, "error=unsupported_response_type")
+        const signIn = yield* page(base)
+        assert.include(signIn.text, "Personal Access Token")
+        assert.notInclude(signIn.text, "<script", "the sign-in page runs no script")
+
+        // the user denies: the client learns access_denied
+        const form = { ...base, state: "d", step: "signin", pat }
+        const consent = yield* post(`${baseUrl}/oauth/authorize`, form)
+        const ticket = /name="ticket" value="([^"]+)"/.exec(consent.text)![1]!
+        const denied = yield* post(`${baseUrl}/oauth/authorize`, { step: "consent", ticket, decision: "deny" })
+        assert.strictEqual(new URL(denied.location!).searchParams.get("error"), "access_denied")
+        const again = yield* post(`${baseUrl}/oauth/authorize`, { step: "consent", ticket, decision: "allow", workspace_id: "x" })
+        assert.strictEqual(again.status, 400, "a ticket answers once")
+        // a workspace the user is not a member of cannot be picked
+        const other = yield* Credentials.use((c) => c.bootstrap({ tenant: "acme", workspace: "finance", email: "fin@acme.test", role: "member" })).pipe(
+          Effect.provide(context),
+          Effect.orDie
+        )
+        const ticket2 = /name="ticket" value="([^"]+)"/.exec((yield* post(`${baseUrl}/oauth/authorize`, form)).text)![1]!
+        const foreign = yield* post(`${baseUrl}/oauth/authorize`, { step: "consent", ticket: ticket2, decision: "allow", workspace_id: other.workspace_id })
+        assert.strictEqual(foreign.status, 400)
+
+        // nothing secret is stored in clear
+        const { tokens, code } = yield* grant("http://127.0.0.1:9/cb")
+        const dump = yield* Effect.gen(function*() {
+          const sql = yield* ScopedSql
+          const rows = [
+            ...(yield* sql`SELECT * FROM oauth_tokens`),
+            ...(yield* sql`SELECT * FROM oauth_authorizations`),
+            ...(yield* sql`SELECT * FROM oauth_clients`)
+          ]
+          return JSON.stringify(rows, (_k, v) => (v instanceof Uint8Array ? Buffer.from(v).toString("hex") : v))
+        }).pipe((effect) => TenantSql.use((s) => s.control(effect)), Effect.provide(context), Effect.orDie)
+        for (const secret of [tokens.access_token, tokens.refresh_token, code, confidential.body.client_secret]) {
+          assert.notInclude(dump, secret)
+          assert.include(dump, hashToken(secret).toString("hex"))
+        }
+      }))
+  })
+})

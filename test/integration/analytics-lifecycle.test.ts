@@ -1,0 +1,226 @@
+/**
+ * Analytics as it runs in the builder role, and the cases the workload suite does not cover:
+ * - the supervised fibers of AnalyticsLive pick up new decisions by themselves, and survive the database going
+ *   away (a TCP proxy cut, never the shared server): they back off, then catch up;
+ * - a late capture makes the builder merge two sessions: the sessions' analytics follow the surviving one;
+ * - a restricted member sees no workspace aggregate (features, insights, graph links), only its own decisions in
+ *   search and pulse; a workspace's ROI settings override the install defaults.
+ */
+import { assert, describe, layer } from "@effect/vitest"
+import { Context, Effect, Layer, Metric, Option, Redacted } from "effect"
+import { type WorkloadPipeline, workloadPipeline, type WorkloadTenant } from "../../bench/workload/pipeline.ts"
+import { PARAPHRASE_QUERY, planWorkload, type Workload, WORKLOAD_START, type WorkloadCall } from "../../bench/workload/scenario.ts"
+import { setWorkspaceRoiSettings } from "../../src/analytics/Roi.ts"
+import { sessionInsights, withInsights } from "../../src/analytics/SessionHealth.ts"
+import { stepFailures } from "../../src/analytics/supervise.ts"
+import { defaultAnalyticsSettings } from "../../src/config/LedgerConfig.ts"
+import { Authenticator } from "../../src/api/Authenticator.ts"
+import { Credentials } from "../../src/store/Credentials.ts"
+import { ScopedSql, TenantSql } from "../../src/store/TenantSql.ts"
+import { testDatabase } from "../support/db.ts"
+import { pgProxy } from "../support/pg-proxy.ts"
+
+const MINUTE = 60_000
+const END = new Date(WORKLOAD_START + 48 * 3_600_000).toISOString()
+
+/** A call of the planted workload, renamed and moved (the same content and model). */
+const callLike = (base: WorkloadCall, key: string, at: number, ask: string, agent = base.agent_id): WorkloadCall => ({
+  ...base,
+  key,
+  agent_id: agent,
+  execution_id: null,
+  at,
+  messages: [{ role: "user", content: ask }]
+})
+
+const subset = (predicate: (call: WorkloadCall) => boolean): Workload => {
+  const full = planWorkload("planted")
+  return { ...full, calls: full.calls.filter(predicate) }
+}
+
+const until = (condition: Effect.Effect<boolean, unknown>, timeoutMs: number) =>
+  Effect.gen(function*() {
+    const deadline = Date.now() + timeoutMs
+    while (!(yield* condition)) {
+      if (Date.now() > deadline) return yield* Effect.die(new Error(`not reached within ${timeoutMs} ms`))
+      yield* Effect.sleep(100)
+    }
+  })
+
+// ---------------------------------------------------------------------------------------------------------
+
+class Fibers extends Context.Service<Fibers, {
+  readonly pipeline: WorkloadPipeline
+  readonly proxy: Effect.Success<ReturnType<typeof pgProxy>>
+}>()("test/AnalyticsFibers") {}
+
+const FibersLive = Layer.effect(
+  Fibers,
+  Effect.gen(function*() {
+    // the pipeline reaches its database through a proxy the test can cut
+    const proxy = yield* pgProxy((yield* testDatabase).url)
+    const pipeline = yield* workloadPipeline({
+      backend: "pglite",
+      fibers: true,
+      settings: {
+        databaseUrl: Option.some(Redacted.make(proxy.url)),
+        analytics: { ...defaultAnalyticsSettings, intervalMs: 200 }
+      }
+    })
+    return { pipeline, proxy }
+  })
+)
+
+describe("analytics fibers", () => {
+  layer(FibersLive, { timeout: 180_000, excludeTestServices: true })((it) => {
+    it.effect("materialise and detect by themselves, back off while the database is away, then catch up", () =>
+      Effect.gen(function*() {
+        const { pipeline, proxy } = yield* Fibers
+        const first = yield* pipeline.run(subset((c) => c.key.startsWith("base/reviewer/") || c.pattern === "latency-regression"), "fibers", {
+          analyse: false
+        })
+        yield* until(pipeline.analysed(first.principal), 30_000)
+        const insights = yield* pipeline.query.listInsights(first.principal, {})
+        assert.deepStrictEqual(insights.data.map((i) => i.type), ["latency_regression"])
+
+        const failures = Metric.withAttributes(stepFailures, { fiber: "analytics-materializer" })
+        const failedBefore = (yield* Metric.value(failures)).count
+        yield* proxy.stop
+        yield* Effect.sleep(1_500)
+        yield* proxy.start
+        assert.isAbove((yield* Metric.value(failures)).count, failedBefore, "steps failed while the database was away")
+
+        const second = yield* pipeline.run(subset((c) => c.pattern === "loop"), "fibers", { analyse: false, into: first.tenant })
+        yield* until(pipeline.analysed(second.principal), 30_000)
+        const after = yield* pipeline.query.listInsights(second.principal, {})
+        assert.deepStrictEqual(after.data.map((i) => i.type).sort(), ["latency_regression", "loop"])
+      }))
+  })
+})
+
+// ---------------------------------------------------------------------------------------------------------
+
+class Pipeline extends Context.Service<Pipeline, {
+  readonly pipeline: WorkloadPipeline
+  readonly planted: WorkloadTenant
+}>()("test/AnalyticsLifecyclePipeline") {}
+
+const PipelineLive = Layer.effect(
+  Pipeline,
+  Effect.gen(function*() {
+    const pipeline = yield* workloadPipeline()
+    const planted = yield* pipeline.run(planWorkload("planted"), "lifecycle")
+    return { pipeline, planted }
+  })
+)
+
+describe("analytics lifecycle", () => {
+  layer(PipelineLive, { timeout: 180_000, excludeTestServices: true })((it) => {
+    it.effect("sessions the builder merges: analytics follows the surviving session", () =>
+      Effect.gen(function*() {
+        const { pipeline } = yield* Pipeline
+        const template = planWorkload("planted").calls.find((c) => c.key.startsWith("base/reviewer/"))!
+        const t0 = WORKLOAD_START + 60 * 3_600_000
+        const ask = (n: number) => `OPS-9: review the rollout checklist, step ${n}, for the scheduler-service.`
+        const calls = [
+          callLike(template, "merge/0", t0, ask(1)),
+          callLike(template, "merge/1", t0 + MINUTE, ask(2)),
+          callLike(template, "merge/2", t0 + 50 * MINUTE, ask(3)),
+          callLike(template, "merge/3", t0 + 51 * MINUTE, ask(4))
+        ]
+        const workload: Workload = { variant: "planted", start: t0, end: t0 + 3_600_000, calls }
+        const tenant = yield* pipeline.run(workload, "merge")
+        const tenantSql = Context.get(pipeline.stack.context, TenantSql)
+        const state = tenantSql.read(tenant.principal, ScopedSql.use((sql) =>
+          sql<{ sessions: number; analytics_sessions: number; stale: number; subject_sessions: number; subject_decisions: number }>`SELECT
+            (SELECT count(*)::int FROM sessions) AS sessions,
+            (SELECT count(*)::int FROM analytics_sessions) AS analytics_sessions,
+            (SELECT count(*)::int FROM decision_search s JOIN decisions d ON d.ledger_id = s.ledger_id
+              WHERE s.session_id <> d.session_id) AS stale,
+            (SELECT count(*)::int FROM session_subjects WHERE subject_id = 'ticket:OPS-9') AS subject_sessions,
+            (SELECT sum(decision_count)::int FROM session_subjects WHERE subject_id = 'ticket:OPS-9') AS subject_decisions`
+        )).pipe(Effect.map((rows) => rows[0]!))
+        assert.deepInclude(yield* state, { sessions: 2, analytics_sessions: 2, subject_sessions: 2, subject_decisions: 4 })
+
+        // a late call between the two, within the inactivity gap of both: the builder folds them into one
+        const late: Workload = { ...workload, calls: [callLike(template, "merge/late", t0 + 25 * MINUTE, ask(5))] }
+        yield* pipeline.run(late, "merge", { into: tenant.tenant })
+        assert.deepStrictEqual(yield* state, { sessions: 1, analytics_sessions: 1, stale: 0, subject_sessions: 1, subject_decisions: 5 })
+      }))
+
+    it.effect("session health gains the detectors' findings", () =>
+      Effect.gen(function*() {
+        const { pipeline, planted } = yield* Pipeline
+        const tenantSql = Context.get(pipeline.stack.context, TenantSql)
+        const [loopSession] = yield* tenantSql.read(planted.principal, ScopedSql.use((sql) =>
+          sql<{ session_id: string }>`SELECT session_id::text AS session_id FROM decisions WHERE ledger_id = ${planted.ledgerIds("loop")[0]!}::uuid`
+        ))
+        const insights = yield* tenantSql.read(planted.principal, sessionInsights(loopSession!.session_id))
+        assert.deepStrictEqual(insights.map((i) => i.type), ["loop"])
+        const base = {
+          status: "healthy" as const,
+          reasons: ["no errors, loops, slow calls or token growth over the last 6 decisions"],
+          error_rate: 0,
+          loops: 0,
+          p95_latency_ms: 2_000,
+          cost_per_hour_usd: 0.1,
+          token_growth: 1,
+          last_activity_at: END
+        }
+        const health = withInsights(base, insights)
+        assert.strictEqual(health.status, "degraded")
+        assert.strictEqual(health.loops, 5)
+        assert.deepStrictEqual(health.reasons, [insights[0]!.title])
+        assert.deepStrictEqual(withInsights(base, []), base)
+      }))
+
+    it.effect("a restricted member sees no workspace aggregate, only its own decisions", () =>
+      Effect.gen(function*() {
+        const { pipeline, planted } = yield* Pipeline
+        const auditor = { email: "auditor@lifecycle.test", role: "restricted" as const }
+        const own = yield* pipeline.run(subset((c) => c.pattern === "paraphrase"), "lifecycle", { into: planted.tenant, member: auditor })
+        const credentials = Context.get(pipeline.stack.context, Credentials)
+        const boot = yield* credentials.bootstrap({ tenant: planted.tenant, workspace: "main", ...auditor })
+        const restricted = yield* Context.get(pipeline.stack.context, Authenticator).authenticate(boot.pat, "pat")
+        assert.strictEqual(restricted.role, "restricted")
+
+        assert.deepStrictEqual((yield* pipeline.query.listInsights(restricted, {})).data, [])
+        assert.deepStrictEqual((yield* pipeline.query.listFeatures(restricted, { as_of: END })).data, [])
+        assert.deepStrictEqual((yield* pipeline.query.listFeatureMergeSuggestions(restricted, {})).data, [])
+        assert.deepStrictEqual((yield* pipeline.query.queryGraph(restricted, { mode: "agent_network" })).edges, [])
+
+        const similar = yield* pipeline.query.searchSimilarDecisions(restricted, { text: PARAPHRASE_QUERY })
+        const mine = new Set(own.results.map((r) => r.ledger_id))
+        assert.isAbove(similar.data.length, 0)
+        assert.isTrue(similar.data.every((d) => mine.has(d.ledger_id)), "only the member's own decisions")
+        // the member (not restricted) finds the workspace's paraphrases too
+        const member = yield* pipeline.query.searchSimilarDecisions(planted.principal, { text: PARAPHRASE_QUERY, min_score: 0.6 })
+        assert.strictEqual(member.data.length, 6)
+
+        const pulse = yield* pipeline.query.getPulseReport(restricted, { period: "week", date: "2025-11-04T00:00:00Z" })
+        assert.strictEqual(pulse.totals.decisions, own.results.length)
+        assert.strictEqual(pulse.new_insights.length, 0)
+      }))
+
+    it.effect("a workspace's ROI settings override the defaults, and the payload shows them", () =>
+      Effect.gen(function*() {
+        const { pipeline, planted } = yield* Pipeline
+        const before = (yield* pipeline.query.listFeatures(planted.principal, { as_of: END })).data
+        yield* setWorkspaceRoiSettings(planted.principal, { hourly_rate_usd: 120, minutes_saved: { planning: 0 } }).pipe(
+          Effect.provideService(TenantSql, Context.get(pipeline.stack.context, TenantSql))
+        )
+        const after = (yield* pipeline.query.listFeatures(planted.principal, { as_of: END })).data
+        for (const feature of after) {
+          const old = before.find((f) => f.feature_id === feature.feature_id)!
+          assert.strictEqual(feature.roi.hourly_rate_usd, 120)
+          assert.strictEqual(feature.roi.minutes_saved_by_intent.planning ?? 0, 0)
+          const planningValue = (old.roi.successful_decisions_by_intent.planning ?? 0) * (old.roi.minutes_saved_by_intent.planning ?? 0) / 60 * 60
+          assert.closeTo(feature.roi.value_usd, (old.roi.value_usd - planningValue) * 2, 0.001)
+        }
+        // other workspaces keep the defaults
+        const other = yield* pipeline.run(subset((c) => c.pattern === "feature-a"), "other-roi")
+        const otherFeatures = (yield* pipeline.query.listFeatures(other.principal, { as_of: END })).data
+        assert.isTrue(otherFeatures.length > 0 && otherFeatures.every((f) => f.roi.hourly_rate_usd === 60))
+      }))
+  })
+})

@@ -1,0 +1,191 @@
+/**
+ * The decision builder against real PostgreSQL (and embedded PGlite): reconstruction stored with its subjects,
+ * rollups from what was inserted, redelivery changing nothing, dead letters for what cannot be built (with the
+ * batch going on), the maxDeliveries rule, and the consumer loops with the reclaimer.
+ */
+import { assert, describe, layer } from "@effect/vitest"
+import { Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import * as Crypto from "node:crypto"
+import { BuilderWorkers, classifyFailure, DecisionBuilder } from "../../src/builder/DecisionBuilder.ts"
+import { derive } from "../../src/builder/derive/derive.ts"
+import { extractSubjects } from "../../src/builder/derive/subjects.ts"
+import { CaptureStream } from "../../src/capture/CaptureStream.ts"
+import type { Capture } from "../../src/domain/capture.ts"
+import { DatabaseUnavailable } from "../../src/domain/errors.ts"
+import { realisticCapture, TEMPLATE_COUNT } from "../../bench/ingest/captures.ts"
+import { builderStack, captureJson, MINUTE, newWorkspace, publishAndBuild, recount, publish, T0 } from "./builder-harness.ts"
+
+const rowsOf = (ledgerIds: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    return yield* sql<Record<string, any>>`SELECT * FROM decisions WHERE ledger_id = ANY(${ledgerIds}::uuid[]) ORDER BY created_at`
+  })
+
+const snapshot = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const agents = yield* sql`SELECT * FROM agents ORDER BY tenant_id, agent_id`
+  const sessions = yield* sql`SELECT * FROM sessions ORDER BY session_id`
+  const decisions = yield* sql`SELECT ledger_id, session_id, title, cost_usd FROM decisions ORDER BY ledger_id`
+  return { agents, sessions, decisions }
+})
+
+const suite = (backend: "postgres" | "pglite") =>
+  layer(builderStack(backend), { timeout: 120_000, excludeTestServices: true })(`decision builder (${backend})`, (it) => {
+    it.effect("stores each capture's reconstruction, subjects and the raw call; rollups follow what was inserted", () =>
+      Effect.gen(function*() {
+        const identity = yield* newWorkspace()
+        const captures: Array<Capture> = Array.from({ length: TEMPLATE_COUNT }, (_, i) =>
+          realisticCapture(identity, { agent_id: "agent-billing", agent_name: "billing", started_at: T0 + i * MINUTE, variant: i }))
+        const outcome = yield* publishAndBuild(captures.map((c) => JSON.stringify(c)))
+        assert.deepStrictEqual(outcome, { built: captures.length, duplicates: 0, deadLettered: 0, released: 0 })
+
+        const rows = yield* rowsOf(captures.map((c) => c.ledger_id))
+        assert.strictEqual(rows.length, captures.length)
+        for (const [i, row] of rows.entries()) {
+          const capture = captures[i]!
+          const derivation = derive(capture)
+          assert.strictEqual(row.title, derivation.title)
+          assert.strictEqual(row.intent, derivation.intent)
+          assert.strictEqual(row.outcome, derivation.outcome)
+          assert.strictEqual(row.cost_usd, derivation.cost.total_usd)
+          assert.deepStrictEqual(row.derivation, JSON.parse(JSON.stringify(derivation)))
+          assert.deepStrictEqual(row.subjects, JSON.parse(JSON.stringify(extractSubjects(capture, derivation))))
+          assert.strictEqual(row.raw_request, capture.request)
+          assert.strictEqual(row.raw_response, capture.response)
+          assert.strictEqual(row.latency_ms, capture.ended_at - capture.started_at)
+          assert.strictEqual(row.created_at.getTime(), capture.started_at)
+          assert.strictEqual(row.user_id, identity.user_id)
+        }
+        // every call within 30 minutes of the previous one: one session
+        assert.strictEqual(new Set(rows.map((row) => row.session_id)).size, 1)
+        assert.deepStrictEqual(yield* recount, [])
+
+        const sql = yield* SqlClient.SqlClient
+        const [agent] = yield* sql<{ agent_name: string; decision_count: number; error_count: number; session_count: number }>`
+          SELECT agent_name, decision_count::int, error_count::int, session_count::int FROM agents WHERE tenant_id = ${identity.tenant_id}`
+        assert.deepStrictEqual(agent, {
+          agent_name: "billing",
+          decision_count: captures.length,
+          error_count: rows.filter((row) => row.outcome === "error").length,
+          session_count: 1
+        })
+        const [session] = yield* sql<{ summary: string }>`SELECT summary FROM sessions WHERE tenant_id = ${identity.tenant_id}`
+        assert.match(session!.summary, new RegExp(`^Find the open invoices for ACME Corp.* \\(${captures.length} decisions over ${captures.length - 1} min, 1 error, \\$`))
+
+        const stats = yield* (yield* CaptureStream).stats
+        assert.strictEqual(stats.pending, 0, "acknowledged after commit")
+      }))
+
+    it.effect("a redelivered or duplicated capture changes nothing", () =>
+      Effect.gen(function*() {
+        const identity = yield* newWorkspace()
+        const payloads = Array.from({ length: 6 }, (_, i) => captureJson(identity, { agent_id: "agent-dup", started_at: T0 + i * MINUTE, variant: i }))
+        yield* publishAndBuild(payloads)
+        const before = yield* snapshot
+        // the same captures again, one of them twice in the same batch
+        const again = yield* publishAndBuild([...payloads, payloads[0]!])
+        assert.deepStrictEqual(again, { built: 0, duplicates: 7, deadLettered: 0, released: 0 })
+        assert.deepStrictEqual(yield* snapshot, before)
+        assert.deepStrictEqual(yield* recount, [])
+      }))
+
+    it.effect("what cannot be built goes to the dead letters with the reason, and the batch goes on", () =>
+      Effect.gen(function*() {
+        const identity = yield* newWorkspace()
+        const good = Array.from({ length: 4 }, (_, i) => captureJson(identity, { agent_id: "agent-mixed", started_at: T0 + i * MINUTE, variant: i }))
+        // Postgres refuses this one (a token count no bigint holds): found by splitting the batch
+        const oversized = JSON.stringify({
+          ...realisticCapture(identity, { agent_id: "agent-mixed", started_at: T0 + 10 * MINUTE }),
+          usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 1e20 }
+        })
+        const notJson = "{\"v\":1,\"ledger_id\":"
+        const wrongShape = JSON.stringify({ v: 1, ledger_id: Crypto.randomUUID() })
+        const notUuid = JSON.stringify({ ...realisticCapture(identity, { agent_id: "a", started_at: T0 }), tenant_id: "tenant-acme" })
+        const outcome = yield* publishAndBuild([good[0]!, notJson, good[1]!, wrongShape, oversized, good[2]!, notUuid, good[3]!])
+        assert.deepStrictEqual(outcome, { built: 4, duplicates: 0, deadLettered: 4, released: 0 })
+
+        const stream = yield* CaptureStream
+        const letters = yield* stream.listDeadLetters({ count: 10 })
+        const reasons = letters.map((letter) => letter.reason)
+        assert.strictEqual(letters.length, 4)
+        assert.match(reasons[0]!, /^invalid capture: Expected a valid JSON string/)
+        assert.match(reasons[1]!, /^invalid capture: Missing key at \["tenant_id"\]/)
+        assert.match(reasons[2]!, /^capture cannot be stored: .*uuid.* at \["tenant_id"\]/i)
+        assert.match(reasons[3]!, /^database refused the decision: .*bigint out of range/)
+        assert.strictEqual((yield* stream.stats).pending, 0)
+        assert.deepStrictEqual(yield* recount, [])
+      }))
+
+    it.effect("an entry delivered more than maxDeliveries times is dead-lettered with the last reason", () =>
+      Effect.gen(function*() {
+        const identity = yield* newWorkspace()
+        const builder = yield* DecisionBuilder
+        const stream = yield* CaptureStream
+        const before = (yield* stream.listDeadLetters({ count: 100 })).length
+        const payload = captureJson(identity, { agent_id: "agent-crashy", started_at: T0 })
+        const [id] = yield* publish([payload])
+        // a consumer that keeps dying: the entry is reclaimed over and over (maxDeliveries is 5)
+        yield* stream.read("dies", { count: 1, blockMs: 0 })
+        let delivered = yield* stream.reclaim("dies", { minIdleMs: 0, count: 1 })
+        while (delivered[0]!.deliveries <= 5) delivered = yield* stream.reclaim("dies", { minIdleMs: 0, count: 1 })
+        const outcome = yield* builder.process("survivor", delivered)
+        assert.deepStrictEqual(outcome, { built: 0, duplicates: 0, deadLettered: 1, released: 0 })
+        const letters = yield* stream.listDeadLetters({ count: 100 })
+        assert.strictEqual(letters.length, before + 1)
+        const letter = letters.at(-1)!
+        assert.strictEqual(letter.original_id, id)
+        assert.strictEqual(letter.deliveries, 6)
+        assert.match(letter.reason, /^delivered 6 times without being built; last failure: unknown/)
+        assert.strictEqual(letter.payload, payload)
+      }))
+
+    it.effect("sorts database failures: unavailable → retry, refused data → split, the rest → release", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const failureOf = (statement: Effect.Effect<unknown, unknown>) =>
+          statement.pipe(
+            Effect.flip,
+            Effect.map((error) => classifyFailure(new DatabaseUnavailable({ message: "database unavailable", cause: error })).kind)
+          )
+        assert.strictEqual(yield* failureOf(sql`SELECT 'x'::uuid`), "data")
+        assert.strictEqual(yield* failureOf(sql`SELECT 1e30::float8::bigint`), "data")
+        assert.strictEqual(yield* failureOf(sql`SELECT * FROM no_such_table`), "other")
+        assert.strictEqual(classifyFailure("timeout").kind, "unavailable")
+      }))
+  })
+
+describe("DecisionBuilder", () => {
+  suite("postgres")
+  suite("pglite")
+
+  layer(builderStack("postgres", { builderConsumers: 2, builderBatchSize: 7, reclaimIdleMs: 200 }), { timeout: 120_000, excludeTestServices: true })(
+    "consumer loops",
+    (it) => {
+      it.effect("consumers build what is published and the reclaimer takes over a dead consumer's entries", () =>
+        Effect.gen(function*() {
+          const identity = yield* newWorkspace()
+          const stream = yield* CaptureStream
+          const sql = yield* SqlClient.SqlClient
+          // a consumer takes 5 entries and dies before building them
+          const orphaned = Array.from({ length: 5 }, (_, i) => captureJson(identity, { agent_id: "agent-orphan", started_at: T0 + i * MINUTE, variant: i }))
+          yield* publish(orphaned)
+          assert.strictEqual((yield* stream.read("dead-consumer", { count: 5, blockMs: 0 })).length, 5)
+
+          yield* Layer.build(BuilderWorkers)
+          const payloads = Array.from({ length: 40 }, (_, i) =>
+            captureJson(identity, { agent_id: `agent-${i % 4}`, started_at: T0 + i * MINUTE, variant: i }))
+          yield* publish(payloads)
+
+          const count = () => sql<{ n: number }>`SELECT count(*)::int AS n FROM decisions WHERE tenant_id = ${identity.tenant_id}`.pipe(Effect.map((rows) => rows[0]!.n))
+          for (let i = 0; i < 200 && (yield* count()) < 45; i++) yield* Effect.sleep("50 millis")
+          assert.strictEqual(yield* count(), 45)
+          for (let i = 0; i < 100 && (yield* stream.stats).pending > 0; i++) yield* Effect.sleep("50 millis")
+          assert.strictEqual((yield* stream.stats).pending, 0)
+          assert.deepStrictEqual(yield* recount, [])
+          const [throughput] = yield* sql<{ n: number }>`SELECT sum(decisions)::int AS n FROM pipeline_throughput`
+          assert.isAtLeast(throughput!.n, 45)
+        }).pipe(Effect.scoped))
+    }
+  )
+})

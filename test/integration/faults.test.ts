@@ -1,0 +1,188 @@
+/**
+ * Fault tests of the pipeline (DESIGN §3 promises 3–5) with builders as real processes (`ledger serve --roles
+ * builder`) on real Redis and PostgreSQL:
+ *   (a) a builder SIGKILLed mid-batch while another runs — every capture becomes a decision exactly once;
+ *   (b) PostgreSQL "stopped" for ~10 s under load (a TCP proxy cut, the shared server untouched) — builders back
+ *       off and resume, nothing lost;
+ *   (c) a poison capture lands in the dead letters with its reason, the pipeline goes on, and `ledger dlq replay`
+ *       builds it once the cause is fixed.
+ */
+import { assert, describe, layer } from "@effect/vitest"
+import { Effect, Fiber, Layer, Option, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
+import { CaptureStream } from "../../src/capture/CaptureStream.ts"
+import * as RedisCaptureStream from "../../src/capture/RedisCaptureStream.ts"
+import { LedgerConfig } from "../../src/config/LedgerConfig.ts"
+import type { CaptureIdentity } from "../../bench/ingest/captures.ts"
+import { pgProxy } from "../support/pg-proxy.ts"
+import { redisAdmin, TEST_REDIS_URL, testKeyPrefix } from "../support/redis.ts"
+import { storeWithPoolLayer } from "../support/stack.ts"
+import {
+  captureJson,
+  decisionCount,
+  eventually,
+  ledgerEnv,
+  MINUTE,
+  newWorkspace,
+  publish,
+  recount,
+  runLedger,
+  spawnBuilder,
+  T0
+} from "./builder-harness.ts"
+
+/** A fresh database and a stream key of its own, reachable in-process (to publish and inspect) and by children. */
+const faultStack = Layer.unwrap(Effect.map(testKeyPrefix("faults"), (prefix) =>
+  RedisCaptureStream.layer.pipe(Layer.provideMerge(storeWithPoolLayer("postgres", {
+    redisUrl: Option.some(Redacted.make(TEST_REDIS_URL)),
+    streamKey: `${prefix}captures`
+  })))
+))
+
+/** Publishes `total` captures in chunks (a steady load), returning their ledger ids. */
+const publishLoad = (identity: CaptureIdentity, total: number, options: { readonly chunk: number; readonly everyMs: number }) =>
+  Effect.gen(function*() {
+    const ids: Array<string> = []
+    for (let i = 0; i < total; i += options.chunk) {
+      const payloads = Array.from({ length: Math.min(options.chunk, total - i) }, (_, j) => {
+        const n = i + j
+        return captureJson(identity, { agent_id: `agent-${n % 7}`, execution_id: n % 11 === 0 ? `run-${n % 3}` : null, started_at: T0 + n * 20_000, variant: n })
+      })
+      ids.push(...payloads.map((payload) => JSON.parse(payload).ledger_id as string))
+      yield* publish(payloads)
+      yield* Effect.sleep(`${options.everyMs} millis`)
+    }
+    return ids
+  })
+
+const storedIds = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  return (yield* sql<{ ledger_id: string }>`SELECT ledger_id FROM decisions ORDER BY ledger_id`).map((row) => row.ledger_id)
+})
+
+const consumersOf = (pid: number) =>
+  Effect.gen(function*() {
+    const settings = yield* LedgerConfig
+    const redis = yield* redisAdmin
+    const summary = yield* Effect.promise(() => redis.xPending(settings.streamKey, settings.streamGroup))
+    return (summary.consumers ?? []).filter((consumer) => consumer.name.includes(`-${pid}-`)).reduce((sum, consumer) => sum + Number(consumer.deliveriesCounter), 0)
+  })
+
+describe("pipeline faults", () => {
+  layer(faultStack, { timeout: 180_000, excludeTestServices: true })("(a) a builder killed mid-batch", (it) => {
+    it.effect("every capture becomes a decision exactly once, and rollups equal the recount", () =>
+      Effect.gen(function*() {
+        const settings = yield* LedgerConfig
+        const identity = yield* newWorkspace()
+        const env = ledgerEnv(settings, { LEDGER_RECLAIM_IDLE_MS: "1500", LEDGER_BUILDER_BATCH_SIZE: "40", LEDGER_LOG_LEVEL: "info" })
+        const victim = yield* spawnBuilder(env)
+        const survivor = yield* spawnBuilder(env)
+
+        const publisher = yield* Effect.forkChild(publishLoad(identity, 2_400, { chunk: 60, everyMs: 25 }))
+        // kill it while it holds delivered, unacknowledged captures: mid-batch
+        yield* eventually("some decisions", Effect.map(decisionCount, (n) => n >= 300))
+        yield* eventually("the victim holding a batch", Effect.map(consumersOf(victim.pid), (pending) => pending > 0), 30)
+        yield* victim.kill("SIGKILL")
+        const orphaned = yield* consumersOf(victim.pid)
+        assert.isAbove(orphaned, 0, "the killed builder left captures pending")
+
+        const published = yield* Fiber.join(publisher)
+        yield* eventually("every capture built", Effect.map(decisionCount, (n) => n >= published.length), 90)
+        const stream = yield* CaptureStream
+        yield* eventually("nothing pending", Effect.map(stream.stats, (stats) => stats.pending === 0), 30)
+
+        assert.deepStrictEqual(yield* storedIds, [...published].sort())
+        assert.deepStrictEqual(yield* recount, [])
+        assert.strictEqual((yield* stream.stats).dead_letters, 0)
+        assert.match(survivor.logs(), /reclaimed idle captures/)
+        assert.isFalse(survivor.exited())
+      }), 120_000)
+  })
+
+  layer(faultStack, { timeout: 180_000, excludeTestServices: true })("(b) PostgreSQL stopped under load", (it) => {
+    it.effect("builders back off and resume; nothing is lost", () =>
+      Effect.gen(function*() {
+        const settings = yield* LedgerConfig
+        const identity = yield* newWorkspace()
+        const proxy = yield* pgProxy(Option.match(settings.databaseUrl, { onNone: () => "", onSome: Redacted.value }))
+        const env = ledgerEnv(settings, { DATABASE_URL: proxy.url, LEDGER_BUILDER_BATCH_SIZE: "50" })
+        const builders = [yield* spawnBuilder(env), yield* spawnBuilder(env)]
+
+        const publisher = yield* Effect.forkChild(publishLoad(identity, 3_000, { chunk: 40, everyMs: 50 }))
+        yield* eventually("building under load", Effect.map(decisionCount, (n) => n >= 200))
+        yield* proxy.stop
+        // a COMMIT already forwarded when the connections were cut may still land
+        yield* Effect.sleep("500 millis")
+        const builtWhenStopped = yield* decisionCount
+        yield* Effect.sleep("10 seconds")
+        const stream = yield* CaptureStream
+        const during = yield* stream.stats
+        assert.strictEqual(yield* decisionCount, builtWhenStopped, "nothing commits while the database is away")
+        assert.isAbove(during.pending + (during.lag ?? 0), 0, "captures wait in the stream")
+        yield* proxy.start
+
+        const published = yield* Fiber.join(publisher)
+        yield* eventually("every capture built", Effect.map(decisionCount, (n) => n >= published.length), 90).pipe(
+          Effect.tapDefect(() => Effect.sync(() => console.error(builders.map((b) => b.logs()).join("\n----\n"))))
+        )
+        yield* eventually("nothing pending", Effect.map(stream.stats, (stats) => stats.pending === 0), 30)
+        assert.deepStrictEqual(yield* storedIds, [...published].sort())
+        assert.deepStrictEqual(yield* recount, [])
+        assert.strictEqual((yield* stream.stats).dead_letters, 0)
+        for (const builder of builders) {
+          assert.isFalse(builder.exited(), "the builders outlive the outage")
+          assert.isAbove((yield* builder.metric("ledger_builder_retries_total")) ?? 0, 0, "it backed off")
+          assert.match(builder.logs(), /batch write failed; backing off/)
+        }
+      }), 150_000)
+  })
+
+  layer(faultStack, { timeout: 180_000, excludeTestServices: true })("(c) a poison capture", (it) => {
+    it.effect("is dead-lettered with its reason, the pipeline goes on, and `ledger dlq replay` builds it after the fix", () =>
+      Effect.gen(function*() {
+        const settings = yield* LedgerConfig
+        const sql = yield* SqlClient.SqlClient
+        const stream = yield* CaptureStream
+        const identity = yield* newWorkspace()
+        // the "bug": the database refuses one model's calls
+        yield* sql`ALTER TABLE decisions ADD CONSTRAINT test_no_poison CHECK (model <> 'poisoned-model')`
+        const env = ledgerEnv(settings)
+        yield* spawnBuilder(env)
+
+        const good = (from: number, count: number) =>
+          Array.from({ length: count }, (_, i) => captureJson(identity, { agent_id: "agent-p", started_at: T0 + (from + i) * MINUTE, variant: from + i }))
+        const poison = JSON.parse(captureJson(identity, { agent_id: "agent-p", started_at: T0 + 100 * MINUTE }))
+        poison.model = "poisoned-model"
+        yield* publish([...good(0, 20), JSON.stringify(poison), "{\"v\":1,\"ledger_id\":\"cut-off", ...good(20, 20)])
+        yield* eventually("the good ones built", Effect.map(decisionCount, (n) => n === 40))
+        yield* eventually("two dead letters", Effect.map(stream.stats, (stats) => stats.dead_letters === 2))
+
+        const listed = yield* runLedger(["dlq", "list", "--json"], env)
+        assert.strictEqual(listed.code, 0, listed.stderr)
+        const letters = JSON.parse(listed.stdout) as Array<{ id: string; reason: string; ledger_id: string | null; deliveries: number }>
+        const poisoned = letters.find((letter) => letter.ledger_id === poison.ledger_id)!
+        assert.match(poisoned.reason, /^database refused the decision: .*violates check constraint "test_no_poison"/)
+        assert.match(letters.find((letter) => letter !== poisoned)!.reason, /^invalid capture: /)
+        const table = yield* runLedger(["dlq", "list"], env)
+        assert.match(table.stdout, /ID\s+FAILED AT\s+DELIVERIES\s+LEDGER ID\s+AGENT\s+REASON/)
+        assert.include(table.stdout, poison.ledger_id)
+
+        // the pipeline goes on
+        yield* publish(good(40, 10))
+        yield* eventually("later captures built", Effect.map(decisionCount, (n) => n === 50))
+
+        // the fix, then the replay of that one letter
+        yield* sql`ALTER TABLE decisions DROP CONSTRAINT test_no_poison`
+        const replayed = yield* runLedger(["dlq", "replay", poisoned.id, "--json"], env)
+        assert.strictEqual(replayed.code, 0, replayed.stderr)
+        assert.deepStrictEqual(JSON.parse(replayed.stdout), { replayed: 1 })
+        yield* eventually("the poison built", Effect.map(decisionCount, (n) => n === 51))
+        const [row] = yield* sql<{ model: string }>`SELECT model FROM decisions WHERE ledger_id = ${poison.ledger_id}`
+        assert.strictEqual(row!.model, "poisoned-model")
+        const remaining = yield* stream.listDeadLetters({ count: 10 })
+        assert.strictEqual(remaining.length, 1)
+        assert.match(remaining[0]!.reason, /^invalid capture: /)
+        assert.deepStrictEqual(yield* recount, [])
+      }), 120_000)
+  })
+})

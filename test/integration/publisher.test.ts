@@ -1,0 +1,224 @@
+/**
+ * The capture publisher (DESIGN §3 promises 1–2) against the in-process stream behind a switch that makes it
+ * fail, stall, or lose the reply of a publish it applied: batches in order; spill to the spool while the stream
+ * is down and replay in order, exactly once, when it returns — also when a publish or a replay landed but its
+ * reply was lost, and across a restart; a full queue spills instead of dropping; shutdown drains or spools, and
+ * the next start replays what was spooled. (The same against real Redis cut by a TCP proxy:
+ * test/e2e/gateway-fault.test.ts.)
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Context, Deferred, Effect, Layer } from "effect"
+import { PrometheusMetrics } from "effect/observability"
+import { CapturePublisher } from "../../src/capture/CapturePublisher.ts"
+import { CaptureStream, StreamUnavailable } from "../../src/capture/CaptureStream.ts"
+import * as MemoryCaptureStream from "../../src/capture/MemoryCaptureStream.ts"
+import { readSpoolStats } from "../../src/capture/Spool.ts"
+import { LedgerConfig, type LedgerSettings } from "../../src/config/LedgerConfig.ts"
+import { testSettings } from "../support/settings.ts"
+import { tempDir } from "../support/stack.ts"
+
+/** What the test does to the stream: refuse publishes, hold them until released, or apply them and fail. */
+interface StreamSwitch {
+  down: boolean
+  stall: Deferred.Deferred<void> | null
+  /** how many of the next publishes are applied and then fail, as if the reply was lost */
+  loseReplies: number
+  publishes: number
+}
+
+const switchedStream = (sw: StreamSwitch) =>
+  Layer.effect(
+    CaptureStream,
+    Effect.gen(function*() {
+      const inner = yield* CaptureStream
+      return CaptureStream.of({
+        ...inner,
+        publish: (payloads, batch) =>
+          Effect.suspend(() => {
+            sw.publishes++
+            if (sw.down) return Effect.fail(new StreamUnavailable({ message: "stream switched off by the test" }))
+            const stall = sw.stall
+            const publish = stall === null ? inner.publish(payloads, batch) : Effect.andThen(Deferred.await(stall), inner.publish(payloads, batch))
+            if (sw.loseReplies === 0) return publish
+            sw.loseReplies--
+            return Effect.andThen(publish, Effect.fail(new StreamUnavailable({ message: "reply lost (test)" })))
+          })
+      })
+    })
+  ).pipe(Layer.provide(MemoryCaptureStream.layer))
+
+const payload = (n: number) => JSON.stringify({ n })
+const numbers = (payloads: ReadonlyArray<string>) => payloads.map((p) => JSON.parse(p).n as number)
+const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i)
+
+/** Everything in the stream, read once through the group. */
+const readAll = Effect.gen(function*() {
+  const stream = yield* CaptureStream
+  return (yield* stream.read("test", { count: 100_000, blockMs: 0 })).map((entry) => entry.payload)
+})
+
+/** The stream and config outlive the publishers built on them. */
+const streamContext = (sw: StreamSwitch, settings: LedgerSettings) =>
+  Layer.build(switchedStream(sw).pipe(Layer.provideMerge(LedgerConfig.layerFrom(settings))))
+
+const withPublisher = <A, E, R>(
+  context: Context.Context<CaptureStream | LedgerConfig>,
+  use: (publisher: CapturePublisher["Service"]) => Effect.Effect<A, E, R>
+) =>
+  Effect.scoped(Effect.gen(function*() {
+    const built = yield* Layer.build(CapturePublisher.layer.pipe(Layer.provide(Layer.succeedContext(context))))
+    return yield* use(Context.get(built, CapturePublisher))
+  }))
+
+const metricValue = (name: string) =>
+  Effect.map(PrometheusMetrics.format(), (text) => Number(new RegExp(`^${name} (\\S+)$`, "m").exec(text)?.[1] ?? 0))
+
+const waitFor = (condition: () => Effect.Effect<boolean>, timeoutMs = 10_000) =>
+  Effect.gen(function*() {
+    const deadline = Date.now() + timeoutMs
+    while (!(yield* condition())) {
+      if (Date.now() > deadline) return yield* Effect.die(new Error("condition not met in time"))
+      yield* Effect.sleep(10)
+    }
+  })
+
+describe("CapturePublisher", () => {
+  it.live("publishes in batches, in the order offered", () =>
+    Effect.gen(function*() {
+      const sw: StreamSwitch = { down: false, stall: null, loseReplies: 0, publishes: 0 }
+      const context = yield* streamContext(sw, testSettings({ dataDir: yield* tempDir, captureBatchSize: 64 }))
+      yield* withPublisher(context, (publisher) =>
+        Effect.gen(function*() {
+          for (const n of range(1, 1_000)) publisher.offer(payload(n))
+          yield* publisher.settled
+        }))
+      assert.deepStrictEqual(numbers(yield* Effect.provide(readAll, context)), range(1, 1_000))
+      assert.isBelow(sw.publishes, 200, "batched, not one publish per capture")
+    }))
+
+  it.live("while the stream is down captures are spooled; after it returns they are published in order, once", () =>
+    Effect.gen(function*() {
+      const sw: StreamSwitch = { down: true, stall: null, loseReplies: 0, publishes: 0 }
+      const dataDir = yield* tempDir
+      const context = yield* streamContext(sw, testSettings({ dataDir, captureBatchSize: 16 }))
+      const failuresBefore = yield* metricValue("ledger_capture_publish_failures_total")
+      yield* withPublisher(context, (publisher) =>
+        Effect.gen(function*() {
+          for (const n of range(1, 50)) publisher.offer(payload(n))
+          yield* waitFor(() => Effect.map(publisher.stats, (stats) => stats.spool.entries === 50 && stats.queued === 0))
+          assert.isAbove(yield* metricValue("ledger_capture_publish_failures_total"), failuresBefore)
+          assert.strictEqual(yield* metricValue("ledger_capture_spool_entries"), 50)
+          assert.isAbove(yield* metricValue("ledger_capture_spool_bytes"), 0)
+          // still down: later captures queue up behind the spooled ones
+          for (const n of range(51, 80)) publisher.offer(payload(n))
+          yield* Effect.sleep(300)
+          sw.down = false
+          for (const n of range(81, 100)) publisher.offer(payload(n))
+          yield* publisher.settled
+          assert.deepStrictEqual((yield* publisher.stats).spool, { entries: 0, bytes: 0 })
+        }))
+      assert.deepStrictEqual(numbers(yield* Effect.provide(readAll, context)), range(1, 100))
+      assert.deepStrictEqual(readSpoolStats(dataDir), { entries: 0, bytes: 0 })
+    }))
+
+  it.live("a publish that landed but whose reply was lost is replayed under its id: each capture once, in order", () =>
+    Effect.gen(function*() {
+      const sw: StreamSwitch = { down: false, stall: null, loseReplies: 1, publishes: 0 }
+      const context = yield* streamContext(sw, testSettings({ dataDir: yield* tempDir, captureBatchSize: 16 }))
+      yield* withPublisher(context, (publisher) =>
+        Effect.gen(function*() {
+          for (const n of range(1, 60)) publisher.offer(payload(n))
+          yield* publisher.settled
+        }))
+      assert.strictEqual(sw.loseReplies, 0, "a reply was lost")
+      assert.deepStrictEqual(numbers(yield* Effect.provide(readAll, context)), range(1, 60))
+    }))
+
+  it.live("replays that landed but whose replies were lost are not appended twice", () =>
+    Effect.gen(function*() {
+      const sw: StreamSwitch = { down: true, stall: null, loseReplies: 0, publishes: 0 }
+      const context = yield* streamContext(sw, testSettings({ dataDir: yield* tempDir, captureBatchSize: 4 }))
+      yield* withPublisher(context, (publisher) =>
+        Effect.gen(function*() {
+          for (const n of range(1, 40)) publisher.offer(payload(n))
+          yield* waitFor(() => Effect.map(publisher.stats, (stats) => stats.spool.entries === 40))
+          sw.loseReplies = 3
+          sw.down = false
+          for (const n of range(41, 50)) publisher.offer(payload(n))
+          yield* publisher.settled
+        }))
+      assert.strictEqual(sw.loseReplies, 0, "replies were lost")
+      assert.deepStrictEqual(numbers(yield* Effect.provide(readAll, context)), range(1, 50))
+    }))
+
+  it.live("a batch in doubt at shutdown keeps its id in the spool: the next start appends it once", () =>
+    Effect.gen(function*() {
+      const sw: StreamSwitch = { down: false, stall: null, loseReplies: 1, publishes: 0 }
+      const dataDir = yield* tempDir
+      const context = yield* streamContext(sw, testSettings({ dataDir, captureBatchSize: 8 }))
+      yield* withPublisher(context, (publisher) =>
+        Effect.gen(function*() {
+          for (const n of range(1, 8)) publisher.offer(payload(n))
+          // the first batch lands, its reply is lost: spooled; the stream then goes away
+          yield* waitFor(() => Effect.map(publisher.stats, (stats) => stats.spool.entries === 8))
+          sw.down = true
+          for (const n of range(9, 20)) publisher.offer(payload(n))
+        }))
+      assert.strictEqual(readSpoolStats(dataDir).entries, 20, "spooled on shutdown")
+      assert.deepStrictEqual(numbers(yield* Effect.provide(readAll, context)), range(1, 8), "the batch in doubt had landed")
+
+      sw.down = false
+      yield* withPublisher(context, (publisher) => publisher.settled)
+      assert.deepStrictEqual(numbers(yield* Effect.provide(readAll, context)), range(9, 20), "the rest, and nothing twice")
+      assert.deepStrictEqual(readSpoolStats(dataDir), { entries: 0, bytes: 0 })
+    }))
+
+  it.live("a full queue spills to the spool instead of dropping, and nothing is lost", () =>
+    Effect.gen(function*() {
+      const stall = yield* Deferred.make<void>()
+      const sw: StreamSwitch = { down: false, stall, loseReplies: 0, publishes: 0 }
+      const context = yield* streamContext(sw, testSettings({ dataDir: yield* tempDir, captureQueueCapacity: 4, captureBatchSize: 2 }))
+      yield* withPublisher(context, (publisher) =>
+        Effect.gen(function*() {
+          // the first batch is taken and stalls in publish; the queue fills; the rest spills
+          for (const n of range(1, 100)) publisher.offer(payload(n))
+          const stats = yield* publisher.stats
+          assert.isAtMost(stats.queued, 4)
+          assert.isAtLeast(stats.spool.entries, 100 - 4 - 2)
+          sw.stall = null
+          yield* Deferred.succeed(stall, undefined)
+          yield* publisher.settled
+        }))
+      const published = numbers(yield* Effect.provide(readAll, context))
+      assert.deepStrictEqual([...published].sort((a, b) => a - b), range(1, 100), "every capture exactly once")
+    }))
+
+  it.live("shutdown drains the queue into the stream", () =>
+    Effect.gen(function*() {
+      const sw: StreamSwitch = { down: false, stall: null, loseReplies: 0, publishes: 0 }
+      const dataDir = yield* tempDir
+      const context = yield* streamContext(sw, testSettings({ dataDir }))
+      yield* withPublisher(context, (publisher) => Effect.sync(() => range(1, 500).forEach((n) => publisher.offer(payload(n)))))
+      assert.deepStrictEqual(numbers(yield* Effect.provide(readAll, context)), range(1, 500))
+      assert.deepStrictEqual(readSpoolStats(dataDir), { entries: 0, bytes: 0 })
+    }))
+
+  it.live("shutdown with the stream down spools the queue; the next start replays it in order", () =>
+    Effect.gen(function*() {
+      const sw: StreamSwitch = { down: true, stall: null, loseReplies: 0, publishes: 0 }
+      const dataDir = yield* tempDir
+      const context = yield* streamContext(sw, testSettings({ dataDir }))
+      yield* withPublisher(context, (publisher) => Effect.sync(() => range(1, 40).forEach((n) => publisher.offer(payload(n)))))
+      assert.strictEqual(readSpoolStats(dataDir).entries, 40, "spooled on shutdown")
+      assert.deepStrictEqual(yield* Effect.provide(readAll, context), [])
+
+      sw.down = false
+      yield* withPublisher(context, (publisher) =>
+        Effect.gen(function*() {
+          publisher.offer(payload(41))
+          yield* publisher.settled
+        }))
+      assert.deepStrictEqual(numbers(yield* Effect.provide(readAll, context)), range(1, 41))
+      assert.deepStrictEqual(readSpoolStats(dataDir), { entries: 0, bytes: 0 })
+    }))
+})

@@ -1,0 +1,76 @@
+/**
+ * Headless Chromium for browser tests (the Debian `chromium` package; CHROMIUM_PATH overrides the path), with
+ * helpers every suite needs: a page whose requests are all recorded and, unless allowed, aborted — so a test can
+ * assert that nothing leaves the page — and screenshots under test/artifacts/.
+ *
+ *   const browser = yield* launchBrowser
+ *   const { page, requests } = yield* openPage(browser, { allow: (url) => url.startsWith(stack.baseUrl) })
+ *   ...
+ *   assert.deepStrictEqual(requests.blocked, [])
+ *   yield* screenshot(page, "docs")
+ */
+import { Effect, type Scope } from "effect"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { type Browser, type BrowserContextOptions, chromium, type Page } from "playwright-core"
+
+export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium"
+
+export const CHROMIUM_ARGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+  "--no-first-run"
+]
+
+export const ARTIFACTS_DIR = Path.resolve("test/artifacts")
+
+/** One browser for the scope. */
+export const launchBrowser: Effect.Effect<Browser, never, Scope.Scope> = Effect.acquireRelease(
+  Effect.promise(() => chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS })),
+  (browser) => Effect.promise(() => browser.close())
+)
+
+export interface RecordedRequests {
+  /** every request the page (and its frames) made, in order */
+  readonly all: Array<string>
+  /** the ones that were not allowed, and were aborted */
+  readonly blocked: Array<string>
+}
+
+/**
+ * A fresh page in its own context, closed with the scope. Every request is recorded; those `allow` refuses (all,
+ * by default) are aborted, so a page can never reach the network unnoticed.
+ */
+export const openPage = (
+  browser: Browser,
+  options: { readonly allow?: (url: string) => boolean; readonly context?: BrowserContextOptions } = {}
+): Effect.Effect<{ readonly page: Page; readonly requests: RecordedRequests }, never, Scope.Scope> =>
+  Effect.acquireRelease(
+    Effect.promise(async () => {
+      const context = await browser.newContext({ viewport: { width: 1200, height: 900 }, ...options.context })
+      const page = await context.newPage()
+      const requests: RecordedRequests = { all: [], blocked: [] }
+      await context.route("**/*", (route) => {
+        const url = route.request().url()
+        requests.all.push(url)
+        if (options.allow?.(url)) return route.continue()
+        requests.blocked.push(url)
+        return route.abort("blockedbyclient")
+      })
+      return { page, requests }
+    }),
+    ({ page }) => Effect.promise(() => page.context().close())
+  )
+
+/** Writes `test/artifacts/<name>.png` (the whole page) and returns its path. */
+export const screenshot = (page: Page, name: string) =>
+  Effect.promise(async () => {
+    Fs.mkdirSync(ARTIFACTS_DIR, { recursive: true })
+    const path = Path.join(ARTIFACTS_DIR, `${name}.png`)
+    await page.screenshot({ path, fullPage: true })
+    return path
+  })

@@ -1,0 +1,44 @@
+/** A complete LedgerSettings for tests: the defaults of LedgerConfig, embedded database and stream. */
+import { Option } from "effect"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import { defaultAnalyticsSettings, type LedgerSettings } from "../../src/config/LedgerConfig.ts"
+
+export const testSettings = (overrides: Partial<LedgerSettings> = {}): LedgerSettings => ({
+  host: "127.0.0.1",
+  apiPort: 8080,
+  gatewayPort: 4000,
+  publicUrl: "http://127.0.0.1:8080",
+  dataDir: Path.join(Os.tmpdir(), "ledger-test"),
+  databaseUrl: Option.none(),
+  redisUrl: Option.none(),
+  providers: {
+    openaiBaseUrl: "https://api.openai.com/v1",
+    azureBaseUrl: Option.none(),
+    azureApiVersion: "2024-10-21",
+    anthropicBaseUrl: "https://api.anthropic.com",
+    geminiBaseUrl: "https://generativelanguage.googleapis.com",
+    bedrockBaseUrl: "https://bedrock-runtime.us-east-1.amazonaws.com",
+    bedrockRegion: "us-east-1",
+    upstreams: []
+  },
+  sessionGapMinutes: 30,
+  logLevel: "info",
+  streamKey: "ledger:captures",
+  streamGroup: "ledger-builders",
+  maxDeliveries: 5,
+  builderConsumers: 2,
+  builderBatchSize: 500,
+  reclaimIdleMs: 60_000,
+  gatewayMaxBodyBytes: 10 * 1024 * 1024,
+  databasePoolSize: 16,
+  upstreamTimeoutMs: 300_000,
+  upstreamConnections: 512,
+  captureQueueCapacity: 10_000,
+  captureBatchSize: 256,
+  captureDedupTtlSeconds: 7 * 24 * 3600,
+  apiRateLimit: 100,
+  oidcIssuer: Option.none(),
+  analytics: defaultAnalyticsSettings,
+  ...overrides
+})
