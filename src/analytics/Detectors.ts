@@ -28,8 +28,9 @@ import type { DatabaseUnavailable } from "../domain/errors.ts"
 import { ScopedSql, TenantSql } from "../store/TenantSql.ts"
 import type { WorkspaceScope } from "./Features.ts"
 import { asUnavailable } from "./errors.ts"
+import { claimWorkspace } from "./lease.ts"
 import type { InsightType, Severity } from "./schema.ts"
-import { superviseLoop } from "./supervise.ts"
+import { superviseLoop, yieldingToIngest } from "./supervise.ts"
 import { stableUuid } from "./text.ts"
 
 export const RULES = {
@@ -506,7 +507,7 @@ const detectWorkspace = (scope: WorkspaceScope) =>
   })
 
 export class Detectors extends Context.Service<Detectors, {
-  /** One detector pass over every workspace (what the fiber runs); yields decisions looked at. */
+  /** One detector pass over every workspace whose analytics lease this process holds (what the fiber runs); yields decisions looked at. */
   readonly round: Effect.Effect<number, DatabaseUnavailable>
   /** Passes until every materialised decision has been looked at (tests, tools). */
   readonly catchUp: Effect.Effect<number, DatabaseUnavailable>
@@ -521,7 +522,9 @@ export class Detectors extends Context.Service<Detectors, {
       const pass = (scope: WorkspaceScope) => tenantSql.write(scope, detectWorkspace(scope)).pipe(Effect.mapError(asUnavailable))
       const round = Effect.gen(function*() {
         let total = 0
-        for (const scope of yield* workspaces) total += yield* pass(scope)
+        for (const scope of yield* workspaces) {
+          if (yield* claimWorkspace(tenantSql, scope)) total += yield* pass(scope)
+        }
         return total
       })
       const catchUp = Effect.gen(function*() {
@@ -539,10 +542,10 @@ export class Detectors extends Context.Service<Detectors, {
     })
   )
 
-  /** The supervised fiber: a pass every LEDGER_ANALYTICS_INTERVAL_MS for the life of the layer. */
+  /** The supervised fiber: a pass every LEDGER_ANALYTICS_INTERVAL_MS for the life of the layer, yielding to ingest. */
   static readonly fiber = Layer.effectDiscard(Effect.gen(function*() {
     const detectors = yield* Detectors
     const { analytics } = yield* LedgerConfig
-    yield* superviseLoop("analytics-detectors", detectors.round, analytics.intervalMs)
+    yield* superviseLoop("analytics-detectors", yield* yieldingToIngest("analytics-detectors", detectors.round), analytics.intervalMs)
   }))
 }

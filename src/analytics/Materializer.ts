@@ -17,10 +17,11 @@ import { ScopedSql, TenantSql } from "../store/TenantSql.ts"
 import { asUnavailable } from "./errors.ts"
 import { analyseDecision, type BuiltDecision, type DecisionAnalysis } from "./analyse.ts"
 import { recomputeFeatures, refreshMergeSuggestions, type WorkspaceScope } from "./Features.ts"
+import { claimWorkspace } from "./lease.ts"
 import { ModelCalls } from "./ModelCalls.ts"
 import { MAX_SUBJECT_SESSIONS, WORK_SUBJECT_KINDS } from "./rules.ts"
 import { modelSummaries, writeDeterministicSummaries, writeModelSummaries } from "./Summaries.ts"
-import { superviseLoop } from "./supervise.ts"
+import { superviseLoop, yieldingToIngest } from "./supervise.ts"
 
 /** Decisions read and written per transaction. */
 const BATCH_SIZE = 200
@@ -531,7 +532,10 @@ const repairMergedSessions = (scope: WorkspaceScope) =>
 // ---------------------------------------------------------------------------------------------------------
 
 export class Materializer extends Context.Service<Materializer, {
-  /** One pass over every workspace, a bounded number of batches each (what the fiber runs); yields decisions materialised. */
+  /**
+   * One pass over every workspace whose analytics lease this process holds, a bounded number of batches each (what
+   * the fiber runs); yields decisions materialised.
+   */
   readonly round: Effect.Effect<number, DatabaseUnavailable>
   /** Materialises every decision built so far in every workspace (tests, tools); yields how many were new. */
   readonly catchUp: Effect.Effect<number, DatabaseUnavailable>
@@ -557,6 +561,7 @@ export class Materializer extends Context.Service<Materializer, {
             effect
           )
         ).pipe(Effect.mapError(asUnavailable))
+
 
       const embed = (analyses: ReadonlyArray<DecisionAnalysis>) =>
         Option.isNone(models.embeddingsModel) || analyses.length === 0
@@ -652,7 +657,9 @@ export class Materializer extends Context.Service<Materializer, {
       const round = Effect.gen(function*() {
         const repair = rounds++ % REPAIR_EVERY_ROUNDS === 0
         let total = 0
-        for (const scope of yield* workspaces) total += yield* workspaceRound(scope, repair)
+        for (const scope of yield* workspaces) {
+          if (yield* claimWorkspace(tenantSql, scope)) total += yield* workspaceRound(scope, repair)
+        }
         return total
       })
 
@@ -676,10 +683,10 @@ export class Materializer extends Context.Service<Materializer, {
     })
   )
 
-  /** The supervised fiber: a round every LEDGER_ANALYTICS_INTERVAL_MS for the life of the layer. */
+  /** The supervised fiber: a round every LEDGER_ANALYTICS_INTERVAL_MS for the life of the layer, yielding to ingest. */
   static readonly fiber = Layer.effectDiscard(Effect.gen(function*() {
     const materializer = yield* Materializer
     const { analytics } = yield* LedgerConfig
-    yield* superviseLoop("analytics-materializer", materializer.round, analytics.intervalMs)
+    yield* superviseLoop("analytics-materializer", yield* yieldingToIngest("analytics-materializer", materializer.round), analytics.intervalMs)
   }))
 }

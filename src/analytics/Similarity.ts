@@ -10,8 +10,8 @@
  * for the configured model, the local hashed vectors otherwise), in [0,1].
  */
 import { Effect, Option } from "effect"
-import type { DecisionSummary } from "../domain/decision.ts"
 import type { DecisionFilters } from "../query/LedgerQuery.ts"
+import { type SummaryRow, toSummary } from "../query/ReadModel.ts"
 import type { SqlClient } from "effect/sql"
 import { ScopedSql } from "../store/TenantSql.ts"
 import type { SimilarDecision, SimilarResult } from "./schema.ts"
@@ -42,23 +42,7 @@ export interface SimilarQuery {
   readonly restricted: boolean
 }
 
-interface CandidateRow {
-  readonly ledger_id: string
-  readonly session_id: string
-  readonly agent_id: string
-  readonly execution_id: string | null
-  readonly created_at: Date
-  readonly provider: string
-  readonly model: string
-  readonly title: string
-  readonly intent: DecisionSummary["intent"]
-  readonly outcome: DecisionSummary["outcome"]
-  readonly cost_usd: number | null
-  readonly quality: number
-  readonly confidence: number
-  readonly latency_ms: number
-  readonly status: number
-  readonly usage: DecisionSummary["usage"]
+interface CandidateRow extends SummaryRow {
   readonly local_vector: Array<number>
   readonly embedding: Array<number> | null
   readonly embedding_model: string | null
@@ -116,16 +100,14 @@ const vectorLiteral = (vector: ReadonlyArray<number>) => `[${vector.join(",")}]`
 const rank = (query: SimilarQuery, candidates: ReadonlyArray<CandidateRow>): Array<SimilarDecision> => {
   const queryTerms = new Set(query.lexemes)
   const scored = candidates.map((row): SimilarDecision => {
-    const { embedding, embedding_model, lexemes, local_vector, ...summary } = row
     const model = Option.getOrUndefined(query.embedding)
-    const score = model !== undefined && embedding !== null && embedding_model === model.model
-      ? similarity(model.vector, embedding)
-      : similarity(query.localVector, local_vector)
+    const score = model !== undefined && row.embedding !== null && row.embedding_model === model.model
+      ? similarity(model.vector, row.embedding)
+      : similarity(query.localVector, row.local_vector)
     return {
-      ...summary,
-      created_at: row.created_at.toISOString(),
+      ...toSummary(row),
       score,
-      shared_terms: lexemes.filter((lexeme) => queryTerms.has(lexeme)).sort()
+      shared_terms: row.lexemes.filter((lexeme) => queryTerms.has(lexeme)).sort()
     }
   })
   return scored.filter((result) => result.score >= query.minScore)

@@ -70,6 +70,11 @@ export interface LedgerSettings {
 export interface AnalyticsSettings {
   /** how often the analytics fibers look for newly built decisions, ms */
   readonly intervalMs: number
+  /**
+   * Analytics yields to ingest: while more captures than this wait for the builders (stream lag + pending), the
+   * analytics fibers skip their rounds (at most a minute in a row); 0 = never yield
+   */
+  readonly yieldBacklog: number
   /** `provider/model` for embeddings (OpenAI wire: `openai/`, `azure/`, named upstreams); none → local vectors */
   readonly embeddingsModel: Option.Option<string>
   /** `provider/model` that writes session summaries; none → deterministic summaries */
@@ -101,6 +106,7 @@ export const DEFAULT_MINUTES_SAVED: Readonly<Record<Intent, number>> = {
 
 export const defaultAnalyticsSettings: AnalyticsSettings = {
   intervalMs: 2_000,
+  yieldBacklog: 5_000,
   embeddingsModel: Option.none(),
   summaryModel: Option.none(),
   modelApiKey: Option.none(),
@@ -167,6 +173,7 @@ export const settingsConfig: Config.Config<LedgerSettings> = Config.all({
   apiRateLimit: Config.Number("LEDGER_API_RATE_LIMIT").pipe(Config.withDefault(100)),
   oidcIssuer: Config.option(Config.String("LEDGER_OIDC_ISSUER")),
   analyticsIntervalMs: Config.Int("LEDGER_ANALYTICS_INTERVAL_MS").pipe(Config.withDefault(defaultAnalyticsSettings.intervalMs)),
+  analyticsYieldBacklog: Config.Int("LEDGER_ANALYTICS_YIELD_BACKLOG").pipe(Config.withDefault(defaultAnalyticsSettings.yieldBacklog)),
   embeddingsModel: Config.option(Config.String("LEDGER_EMBEDDINGS_MODEL")),
   summaryModel: Config.option(Config.String("LEDGER_SUMMARY_MODEL")),
   analyticsApiKey: Config.option(Config.Redacted("LEDGER_ANALYTICS_API_KEY")),
@@ -212,6 +219,7 @@ export const settingsConfig: Config.Config<LedgerSettings> = Config.all({
     oidcIssuer: c.oidcIssuer,
     analytics: {
       intervalMs: c.analyticsIntervalMs,
+      yieldBacklog: c.analyticsYieldBacklog,
       embeddingsModel: c.embeddingsModel,
       summaryModel: c.summaryModel,
       modelApiKey: c.analyticsApiKey,

@@ -128,7 +128,8 @@ const DECISION_ORDERS: Record<DecisionOrder, Ordering> = {
 const SUMMARY_COLUMNS = `ledger_id, session_id, agent_id, execution_id, created_at, provider, model, title, intent,
   outcome, cost_usd, quality, confidence, latency_ms, status, usage`
 
-interface SummaryRow {
+/** A decision summary as the database returns it (shared with the analytics read model). */
+export interface SummaryRow {
   readonly ledger_id: string
   readonly session_id: string
   readonly agent_id: string
@@ -190,7 +191,7 @@ interface Keyed {
   readonly k: string
 }
 
-const toSummary = (row: SummaryRow): DecisionSummary => ({
+export const toSummary = (row: SummaryRow): DecisionSummary => ({
   ledger_id: row.ledger_id,
   session_id: row.session_id,
   agent_id: row.agent_id,

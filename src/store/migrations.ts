@@ -638,11 +638,21 @@ const analytics = run([
   END $$`
 ])
 
+/**
+ * Analytics leases: each workspace's analytics (materialiser and detectors) runs in one builder process at a time.
+ * Without one, every builder process read and analysed the same batches and all but one found them done.
+ */
+const analyticsLeases = run([
+  `ALTER TABLE analytics_progress ADD COLUMN lease_owner uuid`,
+  `ALTER TABLE analytics_progress ADD COLUMN lease_until timestamptz`
+])
+
 /** Ordered migrations; ids never change once released. */
 export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
   "0001_initial": initial,
   "0002_builder": builder,
   "0003_query": query,
   "0004_oauth": oauth,
-  "0005_analytics": analytics
+  "0005_analytics": analytics,
+  "0006_analytics_leases": analyticsLeases
 }

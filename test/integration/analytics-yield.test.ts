@@ -1,0 +1,85 @@
+/**
+ * Analytics shares the builder role's machine with ingest: it yields while captures wait for the builders (but at
+ * most a minute in a row), and each workspace's analytics runs in one builder process at a time (a lease).
+ */
+import { assert, describe, it, layer } from "@effect/vitest"
+import { Effect, Layer, Metric, Ref } from "effect"
+import { TestClock } from "effect/testing"
+import * as Crypto from "node:crypto"
+import { claimWorkspace } from "../../src/analytics/lease.ts"
+import { deferredRounds, yieldingToIngest } from "../../src/analytics/supervise.ts"
+import { batchIds, CaptureStream } from "../../src/capture/CaptureStream.ts"
+import * as MemoryCaptureStream from "../../src/capture/MemoryCaptureStream.ts"
+import { defaultAnalyticsSettings, LedgerConfig } from "../../src/config/LedgerConfig.ts"
+import { Credentials } from "../../src/store/Credentials.ts"
+import { ScopedSql, TenantSql } from "../../src/store/TenantSql.ts"
+import { testSettings } from "../support/settings.ts"
+import { storeLayer } from "../support/stack.ts"
+
+const streamWithBacklogLimit = (yieldBacklog: number) =>
+  MemoryCaptureStream.layer.pipe(
+    Layer.provideMerge(LedgerConfig.layerFrom(testSettings({ analytics: { ...defaultAnalyticsSettings, yieldBacklog } })))
+  )
+
+describe("analytics yields to ingest", () => {
+  it.effect("skips rounds while more captures than the limit wait, at most a minute in a row, and runs once they drain", () =>
+    Effect.gen(function*() {
+      const stream = yield* CaptureStream
+      const rounds = yield* Ref.make(0)
+      const guarded = yield* yieldingToIngest("test-fiber", Ref.update(rounds, (n) => n + 1))
+      const deferred = Metric.withAttributes(deferredRounds, { fiber: "test-fiber" })
+      const deferredBefore = (yield* Metric.value(deferred)).count
+
+      yield* guarded
+      assert.strictEqual(yield* Ref.get(rounds), 1, "no backlog: the round runs")
+
+      yield* stream.publish(["a", "b", "c"], batchIds()())
+      yield* guarded
+      yield* TestClock.adjust("30 seconds")
+      yield* guarded
+      assert.strictEqual(yield* Ref.get(rounds), 1, "three captures waiting, limit two: rounds are skipped")
+      assert.strictEqual((yield* Metric.value(deferred)).count - deferredBefore, 2)
+
+      yield* TestClock.adjust("31 seconds")
+      yield* guarded
+      assert.strictEqual(yield* Ref.get(rounds), 2, "after a minute of skipping, a round runs anyway")
+      yield* guarded
+      assert.strictEqual(yield* Ref.get(rounds), 2, "and the next one yields again")
+
+      const entries = yield* stream.read("builder-1", { count: 10, blockMs: 0 })
+      yield* stream.ack(entries.map((entry) => entry.id))
+      yield* guarded
+      assert.strictEqual(yield* Ref.get(rounds), 3, "the backlog drained: rounds run")
+    }).pipe(Effect.provide(streamWithBacklogLimit(2))))
+
+  it.effect("never yields when the limit is 0", () =>
+    Effect.gen(function*() {
+      const stream = yield* CaptureStream
+      const rounds = yield* Ref.make(0)
+      const guarded = yield* yieldingToIngest("test-fiber-unlimited", Ref.update(rounds, (n) => n + 1))
+      yield* stream.publish(["a", "b", "c"], batchIds()())
+      yield* guarded
+      assert.strictEqual(yield* Ref.get(rounds), 1)
+    }).pipe(Effect.provide(streamWithBacklogLimit(0))))
+})
+
+describe("analytics leases", () => {
+  layer(storeLayer("postgres"), { timeout: 60_000, excludeTestServices: true })((it) => {
+    it.effect("one holder per workspace; the holder renews; a lapsed lease is taken over", () =>
+      Effect.gen(function*() {
+        const tenantSql = yield* TenantSql
+        const created = yield* (yield* Credentials).bootstrap({ tenant: "lease", workspace: "ops", email: "lease@example.test", role: "member" })
+        const scope = { tenant_id: created.tenant_id, workspace_id: created.workspace_id }
+        const [first, second] = [Crypto.randomUUID(), Crypto.randomUUID()]
+
+        assert.isTrue(yield* claimWorkspace(tenantSql, scope, first))
+        assert.isFalse(yield* claimWorkspace(tenantSql, scope, second), "held by the first process")
+        assert.isTrue(yield* claimWorkspace(tenantSql, scope, first), "the holder renews")
+
+        // the first process stops renewing: its lease lapses
+        yield* tenantSql.write(scope, ScopedSql.use((sql) => sql`UPDATE analytics_progress SET lease_until = now() - interval '1 second'`))
+        assert.isTrue(yield* claimWorkspace(tenantSql, scope, second), "taken over once lapsed")
+        assert.isFalse(yield* claimWorkspace(tenantSql, scope, first))
+      }))
+  })
+})
