@@ -76,11 +76,13 @@ const labelNodes = (nodes: ReadonlyArray<{ type: NodeType; id: string; depth: nu
       put("agent", yield* sql<{ id: string; label: string | null }>`
         SELECT agent_id AS id, coalesce(agent_name, agent_id) AS label FROM agents WHERE agent_id = ANY(${agents}::text[])`)
     }
+    // sessions are probed from the id list: `session_id = ANY(ids)` next to the tenant policy made the planner AND
+    // it with a bitmap of the workspace's sessions (see Similarity's candidates)
     const sessions = ids("session").filter((id) => UUID.test(id))
     if (sessions.length > 0) {
       put("session", yield* sql<{ id: string; label: string | null }>`
-        SELECT session_id::text AS id, nullif(summary, '') AS label FROM sessions
-        WHERE session_id = ANY(${sessions}::uuid[])`)
+        SELECT s.session_id::text AS id, nullif(s.summary, '') AS label
+        FROM unnest(${sessions}::uuid[]) AS q(session_id) JOIN sessions s ON s.session_id = q.session_id`)
     }
     const decisions = ids("decision").filter((id) => UUID.test(id))
     if (decisions.length > 0) {
@@ -119,7 +121,8 @@ const edgesAmong = (nodes: ReadonlyArray<GraphNode>, edgeTypes: ReadonlyArray<Ed
     const sessions = ids("session").filter((id) => UUID.test(id))
     if (edgeTypes.includes("ran") && sessions.length > 0) {
       for (const row of yield* sql<{ agent_id: string; session_id: string; n: number }>`
-        SELECT agent_id, session_id::text AS session_id, decision_count::int AS n FROM sessions WHERE session_id = ANY(${sessions}::uuid[])`) {
+        SELECT s.agent_id, s.session_id::text AS session_id, s.decision_count::int AS n
+        FROM unnest(${sessions}::uuid[]) AS q(session_id) JOIN sessions s ON s.session_id = q.session_id`) {
         add("ran", key("agent", row.agent_id), key("session", row.session_id), row.n)
       }
     }

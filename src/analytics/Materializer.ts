@@ -562,7 +562,6 @@ export class Materializer extends Context.Service<Materializer, {
           )
         ).pipe(Effect.mapError(asUnavailable))
 
-
       const embed = (analyses: ReadonlyArray<DecisionAnalysis>) =>
         Option.isNone(models.embeddingsModel) || analyses.length === 0
           ? Effect.succeed(Option.none())
