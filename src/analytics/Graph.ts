@@ -76,18 +76,19 @@ const labelNodes = (nodes: ReadonlyArray<{ type: NodeType; id: string; depth: nu
       put("agent", yield* sql<{ id: string; label: string | null }>`
         SELECT agent_id AS id, coalesce(agent_name, agent_id) AS label FROM agents WHERE agent_id = ANY(${agents}::text[])`)
     }
-    // sessions are probed from the id list: `session_id = ANY(ids)` next to the tenant policy made the planner AND
-    // it with a bitmap of the workspace's sessions (see Similarity's candidates)
+    // sessions and decisions are probed one primary key at a time: `id = ANY(ids)` next to the tenant policy made the
+    // planner AND it with a bitmap of the workspace's rows (see the builder's store)
     const sessions = ids("session").filter((id) => UUID.test(id))
     if (sessions.length > 0) {
       put("session", yield* sql<{ id: string; label: string | null }>`
-        SELECT s.session_id::text AS id, nullif(s.summary, '') AS label
-        FROM unnest(${sessions}::uuid[]) AS q(session_id) JOIN sessions s ON s.session_id = q.session_id`)
+        SELECT x.* FROM unnest(${sessions}::uuid[]) AS q(id) CROSS JOIN LATERAL (
+          SELECT s.session_id::text AS id, nullif(s.summary, '') AS label FROM sessions s WHERE s.session_id = q.id LIMIT 1) x`)
     }
     const decisions = ids("decision").filter((id) => UUID.test(id))
     if (decisions.length > 0) {
       put("decision", yield* sql<{ id: string; label: string | null }>`
-        SELECT ledger_id::text AS id, title AS label FROM decisions WHERE ledger_id = ANY(${decisions}::uuid[])`)
+        SELECT x.* FROM unnest(${decisions}::uuid[]) AS q(id) CROSS JOIN LATERAL (
+          SELECT d.ledger_id::text AS id, d.title AS label FROM decisions d WHERE d.ledger_id = q.id LIMIT 1) x`)
     }
     const subjects = ids("subject")
     if (subjects.length > 0) {
@@ -121,15 +122,16 @@ const edgesAmong = (nodes: ReadonlyArray<GraphNode>, edgeTypes: ReadonlyArray<Ed
     const sessions = ids("session").filter((id) => UUID.test(id))
     if (edgeTypes.includes("ran") && sessions.length > 0) {
       for (const row of yield* sql<{ agent_id: string; session_id: string; n: number }>`
-        SELECT s.agent_id, s.session_id::text AS session_id, s.decision_count::int AS n
-        FROM unnest(${sessions}::uuid[]) AS q(session_id) JOIN sessions s ON s.session_id = q.session_id`) {
+        SELECT x.* FROM unnest(${sessions}::uuid[]) AS q(id) CROSS JOIN LATERAL (
+          SELECT s.agent_id, s.session_id::text AS session_id, s.decision_count::int AS n FROM sessions s WHERE s.session_id = q.id LIMIT 1) x`) {
         add("ran", key("agent", row.agent_id), key("session", row.session_id), row.n)
       }
     }
     const decisions = ids("decision").filter((id) => UUID.test(id))
     if (edgeTypes.includes("contains") && decisions.length > 0) {
       for (const row of yield* sql<{ ledger_id: string; session_id: string }>`
-        SELECT ledger_id::text AS ledger_id, session_id::text AS session_id FROM decisions WHERE ledger_id = ANY(${decisions}::uuid[])`) {
+        SELECT x.* FROM unnest(${decisions}::uuid[]) AS q(id) CROSS JOIN LATERAL (
+          SELECT d.ledger_id::text AS ledger_id, d.session_id::text AS session_id FROM decisions d WHERE d.ledger_id = q.id LIMIT 1) x`) {
         add("contains", key("session", row.session_id), key("decision", row.ledger_id), 1)
       }
     }
