@@ -40,9 +40,14 @@ export class TenantSql extends Context.Service<TenantSql, {
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
 
+      // Writers plan every statement for the table as it is now. Statements are prepared per pooled connection, and
+      // after five runs Postgres may switch to a cached generic plan made while the ledger was small: the builder's
+      // redelivery probe kept a per-id sequential scan as decisions grew (50–90 ms a probe at 200k, CPU-bound).
+      // Readers keep the default: their tables do not start empty under a live connection the way a new install's do.
       const setScope = (role: DbRole, tenant: string, workspace: string, user: string, memberRole: string) =>
         sql`SELECT set_config('ledger.tenant_id', ${tenant}, true), set_config('ledger.workspace_id', ${workspace}, true),
                    set_config('ledger.user_id', ${user}, true), set_config('ledger.member_role', ${memberRole}, true),
+                   set_config('plan_cache_mode', ${role === "ledger_builder" ? "force_custom_plan" : "auto"}, true),
                    set_config('role', ${role}, true)`
 
       const scoped = <A, E, R>(

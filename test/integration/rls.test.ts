@@ -13,7 +13,7 @@ import { Credentials } from "../../src/store/Credentials.ts"
 import { createRole } from "../../src/store/migrations.ts"
 import { ScopedSql, TenantSql } from "../../src/store/TenantSql.ts"
 import { ADMIN_URL } from "../support/db.ts"
-import { type Backend, storeWithPoolLayer } from "../support/stack.ts"
+import { type Backend, storeLayer, storeWithPoolLayer } from "../support/stack.ts"
 
 interface Seeded {
   readonly ledger_id: string
@@ -146,6 +146,20 @@ const rlsSuite = (backend: Backend) =>
 describe("RLS", () => {
   rlsSuite("postgres")
   rlsSuite("pglite")
+
+  // a generic plan cached while the ledger was empty made the builder's redelivery probe a per-id sequential scan
+  layer(storeLayer("postgres"), { timeout: 60_000, excludeTestServices: true })("plans", (it) => {
+    it.effect("writers plan each statement for the table as it is; readers keep the default plan cache", () =>
+      Effect.gen(function*() {
+        const tenantSql = yield* TenantSql
+        const scope = { tenant_id: Crypto.randomUUID(), workspace_id: Crypto.randomUUID() }
+        const mode = ScopedSql.use((sql) => sql<{ mode: string }>`SELECT current_setting('plan_cache_mode') AS mode`)
+        const [written] = yield* tenantSql.write(scope, mode)
+        const [read] = yield* tenantSql.read({ ...scope, user_id: Crypto.randomUUID(), role: "member" }, mode)
+        assert.strictEqual(written!.mode, "force_custom_plan")
+        assert.strictEqual(read!.mode, "auto")
+      }))
+  })
 
   // runtime roles are cluster-wide: databases migrating at once on a fresh server all create them
   it.effect("creating a runtime role races safely across concurrent migrations", () =>
