@@ -12,8 +12,8 @@
  * The CPU time the builder processes and their PostgreSQL backends spend in that window, per decision, gives the
  * rate two otherwise idle cores could sustain — a figure that holds up on a machine shared with other work.
  * Between the phases: the analytics materialiser in the builder processes yields while the builders have a backlog
- * (LEDGER_ANALYTICS_YIELD_BACKLOG); the time it then takes to catch up with the burst is reported, and phase 2 starts
- * once it has, so that phase measures a steady pipeline.
+ * (LEDGER_ANALYTICS_YIELD_BACKLOG); the time it and then the detectors take to catch up with the burst is reported,
+ * and phase 2 starts once they have (at most 5 minutes), so that phase measures a steady pipeline.
  * Phase 2, latency: `--latency-rate` captures/s for `--latency-seconds`, each stamped with its publish time as the
  * end of the call; latency is the decision's `built_at` (clock_timestamp() of its insert, a few ms before commit)
  * minus that time, reported as p50/p95/p99/max.
@@ -140,6 +140,17 @@ const countDecisions = (workspaces: ReadonlyArray<string>) =>
     return row!.n
   })
 
+/** Whether the detectors have looked at every materialised decision of the workspaces. */
+const detectorsCaughtUp = (workspaces: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const [row] = yield* sql<{ done: boolean }>`
+      SELECT coalesce(bool_and(p.detected_seq >= (SELECT coalesce(max(s.seq), 0) FROM decision_search s
+        WHERE s.tenant_id = p.tenant_id AND s.workspace_id = p.workspace_id)), false) AS done
+      FROM analytics_progress p WHERE p.workspace_id = ANY(${workspaces}::uuid[])`
+    return row!.done
+  })
+
 /** Decisions the analytics materialiser has processed, from its hourly rollups (each decision counted once). */
 const countMaterialized = (workspaces: ReadonlyArray<string>) =>
   Effect.gen(function*() {
@@ -245,12 +256,18 @@ const program = Effect.gen(function*() {
       materialized = yield* countMaterialized(sustainedWorkspaces)
     }
     const catchUpSeconds = (Date.now() - catchUpStarted) / 1000
+    // the detectors follow the materialiser: let them finish the burst too
+    while (!(yield* detectorsCaughtUp(sustainedWorkspaces)) && Date.now() - catchUpStarted < CATCH_UP_LIMIT_MS) {
+      yield* Effect.sleep("1 second")
+    }
+    const detectorsSeconds = (Date.now() - catchUpStarted) / 1000
     yield* log(`analytics: ${materializedDuringBurst} materialised while the builders had a backlog; ${materialized} after ${catchUpSeconds.toFixed(1)} s more`)
     const analytics = {
       materialized_during_burst: materializedDuringBurst,
       caught_up: materialized >= published,
       seconds_after_burst: Number(catchUpSeconds.toFixed(1)),
-      catch_up_rate: Math.round((materialized - materializedDuringBurst) / catchUpSeconds)
+      catch_up_rate: Math.round((materialized - materializedDuringBurst) / catchUpSeconds),
+      detectors_done_after_seconds: Number(detectorsSeconds.toFixed(1))
     }
 
     // --- phase 2: latency at a moderate rate
