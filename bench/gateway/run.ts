@@ -235,6 +235,10 @@ const main = async () => {
   } finally {
     await redis.del(streamKey).catch(() => undefined)
     await redis.del(`${streamKey}:dead`).catch(() => undefined)
+    // the publisher's per-producer dedup records (they would otherwise live for LEDGER_CAPTURE_DEDUP_TTL_SECONDS)
+    for await (const keys of redis.scanIterator({ MATCH: `${streamKey}:*`, COUNT: 100 })) {
+      if (keys.length > 0) await redis.del(keys).catch(() => undefined)
+    }
     redis.destroy()
     stopChildren()
     await new Promise((resolve) => setTimeout(resolve, 500))
