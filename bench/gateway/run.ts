@@ -15,6 +15,10 @@
  * noisier still. Each round measures direct, bare proxy and gateway back to back (the order rotating), the ratios
  * are taken within a round, and the targets are judged on the median round.
  *
+ * CPU per call: each process's CPU time (Linux /proc, Redis's INFO) over a measurement, divided by the calls made.
+ * Absolute figures drift with the VM, so the gateway's CPU per call is also given relative to the fake provider's
+ * in the same measurement: the steadiest figure for comparing two versions of the gateway.
+ *
  * Targets (2-core machine): throughput at 32 connections >= 0.30 x direct; added latency at 1 connection <= 0.30 ms
  * (set where a bare Node proxy kept 0.39 x and added 0.23 ms).
  */
@@ -58,6 +62,17 @@ const CONNECTIONS = option("connections", "1,32").split(",").map(Number)
 const STREAM = args.includes("--stream")
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379"
 const ROOT = Path.resolve(import.meta.dirname, "../..")
+
+/** CPU seconds (user + system) a process has used so far; undefined where /proc is not there. */
+const processCpu = (pid: number | undefined): number | undefined => {
+  try {
+    // fields after the parenthesised command name: state is field 3, utime 14 and stime 15 (clock ticks, 100/s on Linux)
+    const fields = Fs.readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
+    return (Number(fields[11]) + Number(fields[12])) / 100
+  } catch {
+    return undefined
+  }
+}
 
 const freePort = () =>
   new Promise<number>((resolve, reject) => {
@@ -193,20 +208,57 @@ const main = async () => {
       body: JSON.stringify({ model: "openai/gpt-4o-mini", stream: STREAM, messages })
     }
 
+    const redisCpu = async () => {
+      const info = await redis.info("cpu")
+      const seconds = (name: string) => Number(new RegExp(`^${name}:(\\S+)`, "m").exec(info)?.[1] ?? NaN)
+      return seconds("used_cpu_user") + seconds("used_cpu_sys")
+    }
+    /** CPU µs per call of each process while `run` ran, keyed by process */
+    const cpuPerCall = async (run: () => Promise<Measured>) => {
+      const pids = { fake: fake.child.pid, bare: bare.child.pid, gateway: gateway.child.pid }
+      const before = Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, processCpu(pid)]))
+      const redisBefore = await redisCpu()
+      const measured = await run()
+      const redisAfter = await redisCpu()
+      const perCall = (b: number | undefined, a: number | undefined) =>
+        b === undefined || a === undefined ? NaN : ((a - b) * 1e6) / Math.max(1, measured.requests)
+      const cpu = Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, perCall(before[name], processCpu(pid))]))
+      return { measured, cpu: { fake: cpu.fake!, bare: cpu.bare!, gateway: cpu.gateway!, redis: perCall(redisBefore, redisAfter) } }
+    }
+    type CpuPerCall = Awaited<ReturnType<typeof cpuPerCall>>["cpu"]
+
     const targets = [direct, viaBareProxy, viaGateway]
-    const rows: Array<{ connections: number; round: number; direct: Measured; bare: Measured; gateway: Measured; load: string }> = []
+    const rows: Array<{
+      connections: number
+      round: number
+      direct: Measured
+      bare: Measured
+      gateway: Measured
+      bareCpu: CpuPerCall
+      gatewayCpu: CpuPerCall
+      load: string
+    }> = []
     for (const connections of CONNECTIONS) {
       for (const target of targets) await measure(target.url, target.headers, target.body, connections, WARMUP_S)
       for (let round = 0; round < ROUNDS; round++) {
         const load = Os.loadavg().map((l) => l.toFixed(2)).join(" ")
-        const measured = new Array<Measured>(targets.length)
+        const measured = new Array<{ measured: Measured; cpu: CpuPerCall }>(targets.length)
         for (let i = 0; i < targets.length; i++) {
           const at = (round + i) % targets.length
           const target = targets[at]!
-          measured[at] = await measure(target.url, target.headers, target.body, connections, DURATION_S)
+          measured[at] = await cpuPerCall(() => measure(target.url, target.headers, target.body, connections, DURATION_S))
         }
-        const [d, b, g] = measured as [Measured, Measured, Measured]
-        rows.push({ connections, round: round + 1, direct: d, bare: b, gateway: g, load })
+        const [d, b, g] = measured as [typeof measured[number], typeof measured[number], typeof measured[number]]
+        rows.push({
+          connections,
+          round: round + 1,
+          direct: d.measured,
+          bare: b.measured,
+          gateway: g.measured,
+          bareCpu: b.cpu,
+          gatewayCpu: g.cpu,
+          load
+        })
       }
     }
     clearInterval(trimmer)
@@ -242,6 +294,19 @@ const main = async () => {
         `| ${connections} | ${round} | ${fmt(d.rps, 0)} | ${fmt(b.rps, 0)} (${fmt(b.rps / d.rps, 2)}, ${fmt(b.meanMs - d.meanMs)}) | ${fmt(g.rps, 0)} | ${fmt(g.rps / d.rps, 2)} | ${fmt(d.meanMs)} / ${fmt(d.p50Ms)} | ${fmt(g.meanMs)} / ${fmt(g.p50Ms)} / ${fmt(g.p99Ms)} | ${fmt(g.meanMs - d.meanMs)} / ${fmt(g.p50Ms - d.p50Ms)} | ${d.errors + b.errors + g.errors} | ${load} |`
       )
     }
+    lines.push(
+      "",
+      "CPU per call, µs (process CPU time over the measurement / calls):",
+      "",
+      "| connections | round | gateway | fake provider (under the gateway) | Redis | gateway ÷ fake | bare proxy | fake provider (under the bare proxy) | bare proxy ÷ fake |",
+      "|---|---|---|---|---|---|---|---|---|"
+    )
+    for (const { bareCpu: b, connections, gatewayCpu: g, round } of rows) {
+      lines.push(
+        `| ${connections} | ${round} | ${fmt(g.gateway, 1)} | ${fmt(g.fake, 1)} | ${fmt(g.redis, 1)} | ${fmt(g.gateway / g.fake, 2)} | ${fmt(b.bare, 1)} | ${fmt(b.fake, 1)} | ${fmt(b.bare / b.fake, 2)} |`
+      )
+    }
+    lines.push("")
     for (const { connections, direct: d, gateway: g, round } of rows) {
       if (d.errors + g.errors > 0) lines.push(`errors at ${connections} connections, round ${round}: direct ${d.errorKinds || "none"}; gateway ${g.errorKinds || "none"}`)
     }
@@ -255,6 +320,9 @@ const main = async () => {
     if (ratio) {
       const bareRatio = summary(32, (row) => row.bare.rps / row.direct.rps, 2)!
       lines.push(`throughput at 32 connections (median round): ${ratio.text} x direct — ${ratio.median >= 0.3 ? "meets" : "misses"} the target >= 0.30; bare proxy ${bareRatio.text} x`)
+      const relative = summary(32, (row) => row.gatewayCpu.gateway / row.gatewayCpu.fake, 2)!
+      const bareRelative = summary(32, (row) => row.bareCpu.bare / row.bareCpu.fake, 2)!
+      lines.push(`CPU per call at 32 connections relative to the fake provider's (median round): gateway ${relative.text}; bare proxy ${bareRelative.text}`)
     }
     const warnings = gateway.stderr().split("\n").filter((line) => line.trim() !== "")
     if (warnings.length > 0) lines.push("", `gateway log (${warnings.length} lines, last 5):`, ...warnings.slice(-5))
