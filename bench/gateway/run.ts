@@ -2,7 +2,7 @@
  * Gateway benchmark: autocannon against the fake provider directly, and through the gateway (capture on, Redis
  * stream), in the same run, at 1 and 32 connections.
  *
- *   npx node bench/gateway/run.ts [--rounds 3] [--duration 5] [--warmup 2] [--connections 1,32] [--stream]
+ *   npx node bench/gateway/run.ts [--rounds 5] [--duration 5] [--warmup 10] [--connections 1,32] [--stream]
  *
  * Four processes: the fake provider (child), the gateway as shipped (`ledger serve --roles gateway` as a child,
  * embedded database, REDIS_URL or the local Redis, a stream key of its own), a bare Node proxy (bare-proxy.ts: what
@@ -55,9 +55,10 @@ const option = (name: string, fallback: string) => {
   const at = args.indexOf(`--${name}`)
   return at === -1 ? fallback : args[at + 1]!
 }
-const ROUNDS = Math.max(1, Number(option("rounds", "3")))
+const ROUNDS = Math.max(1, Number(option("rounds", "5")))
 const DURATION_S = Number(option("duration", "5"))
-const WARMUP_S = Number(option("warmup", "2"))
+/** per target and connection count: long enough for V8 to finish optimising the gateway (2 s left round 1 slowest) */
+const WARMUP_S = Number(option("warmup", "10"))
 const CONNECTIONS = option("connections", "1,32").split(",").map(Number)
 const STREAM = args.includes("--stream")
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379"
