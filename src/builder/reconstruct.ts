@@ -3,7 +3,7 @@
  * derived parts. The same functions serve the builder (from the stream) and `ledger rebuild` (from stored rows).
  */
 import { Effect, Schema } from "effect"
-import { Capture, decodeCapture } from "../domain/capture.ts"
+import { Capture, captureUsage, decodeCapture } from "../domain/capture.ts"
 import type { Derivation } from "../domain/decision.ts"
 import { readCall } from "./derive/chat.ts"
 import { deriveFromCall } from "./derive/derive.ts"
@@ -65,6 +65,7 @@ export const decodeEntry = (payload: string): Effect.Effect<StorableCapture, Unb
         // keeps whole milliseconds, so every sum and comparison below is exact.
         : Effect.succeed({
           ...capture,
+          usage: captureUsage(capture),
           started_at: Math.round(capture.started_at),
           first_token_at: capture.first_token_at === null ? null : Math.round(capture.first_token_at),
           ended_at: Math.round(capture.ended_at),

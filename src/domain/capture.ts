@@ -63,6 +63,7 @@ export const Capture = Schema.Struct({
   status: Schema.Number,
   /** the caller disconnected before the answer was complete */
   aborted: Schema.Boolean,
+  /** usage as the gateway read it; null when the provider reported none or when it is left in `response` (captureUsage) */
   usage: Schema.NullOr(Usage),
   /** epoch milliseconds */
   started_at: Schema.Number,
@@ -72,5 +73,49 @@ export const Capture = Schema.Struct({
   upstream_ms: Schema.Number
 })
 export type Capture = typeof Capture.Type
+
+/** A chat-completions usage object, as OpenAI-type providers report it and the gateway's answers carry it. */
+export interface OpenAIUsage {
+  prompt_tokens: number
+  completion_tokens: number
+  total_tokens: number
+  prompt_tokens_details?: { cached_tokens?: number; cache_write_tokens?: number }
+  completion_tokens_details?: { reasoning_tokens?: number }
+}
+
+const count = (value: unknown): number | undefined => (typeof value === "number" && value >= 0 ? value : undefined)
+
+/** A chat-completions usage object → normalised usage; null when there is none (counts that are not numbers are left out). */
+export const fromOpenAIUsage = (raw: OpenAIUsage | null | undefined): Usage | null => {
+  const prompt = count(raw?.prompt_tokens)
+  if (prompt === undefined) return null
+  const completion = count(raw!.completion_tokens) ?? 0
+  const usage: { -readonly [K in keyof Usage]: Usage[K] } = {
+    prompt_tokens: prompt,
+    completion_tokens: completion,
+    total_tokens: count(raw!.total_tokens) ?? prompt + completion
+  }
+  const cached = count(raw!.prompt_tokens_details?.cached_tokens)
+  if (cached !== undefined) usage.cached_tokens = cached
+  const written = count(raw!.prompt_tokens_details?.cache_write_tokens)
+  if (written !== undefined) usage.cache_write_tokens = written
+  const reasoning = count(raw!.completion_tokens_details?.reasoning_tokens)
+  if (reasoning !== undefined) usage.reasoning_tokens = reasoning
+  return usage
+}
+
+/**
+ * The usage the ledger records for a capture: the gateway's, or else the `usage` of the chat-completions response.
+ * The gateway leaves `usage` null on answers it relays untranslated (non-streamed answers of OpenAI-type
+ * providers): the usage is in the response, and reading it there is the builder's work, off the caller's path.
+ */
+export const captureUsage = (capture: Pick<Capture, "usage" | "response">): Usage | null => {
+  if (capture.usage !== null || capture.response === null) return capture.usage
+  try {
+    return fromOpenAIUsage((JSON.parse(capture.response) as { usage?: OpenAIUsage } | null)?.usage)
+  } catch {
+    return null
+  }
+}
 
 export const decodeCapture = Schema.decodeUnknownEffect(Schema.fromJsonString(Capture))

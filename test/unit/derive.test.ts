@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Schema } from "effect"
 import { createHash } from "node:crypto"
-import type { Capture } from "../../src/domain/capture.ts"
+import { type Capture, captureUsage } from "../../src/domain/capture.ts"
 import { Derivation } from "../../src/domain/decision.ts"
 import { derive } from "../../src/builder/derive/derive.ts"
 import { findPrice, listPricedModels, priceCall } from "../../src/builder/derive/pricing.ts"
@@ -634,5 +634,45 @@ describe("extractSubjects", () => {
       "function:FlushBatch",
       "topic:invoicebatcher"
     ])
+  })
+})
+
+describe("captureUsage: usage left in the response", () => {
+  const withUsage = (usage: unknown) => JSON.stringify({ ...JSON.parse(completion({ content: "ok" })), usage })
+
+  it("reads the chat-completions usage of an answer the gateway relayed unparsed, cache and reasoning counts included", () => {
+    const response = withUsage({
+      prompt_tokens: 1200,
+      completion_tokens: 80,
+      total_tokens: 1280,
+      prompt_tokens_details: { cached_tokens: 1024, audio_tokens: 0 },
+      completion_tokens_details: { reasoning_tokens: 64 }
+    })
+    assert.deepStrictEqual(captureUsage(capture({ response })), {
+      prompt_tokens: 1200,
+      completion_tokens: 80,
+      total_tokens: 1280,
+      cached_tokens: 1024,
+      reasoning_tokens: 64
+    })
+    // and the builder prices the call with it
+    assert.isAbove(priceCall({ ...capture({ response }), usage: captureUsage(capture({ response })) }).total_usd ?? 0, 0)
+  })
+
+  it("keeps the gateway's usage when it has one", () => {
+    const usage = { prompt_tokens: 5, completion_tokens: 1, total_tokens: 6 }
+    assert.deepStrictEqual(captureUsage(capture({ usage, response: withUsage({ prompt_tokens: 99 }) })), usage)
+  })
+
+  it("finds none in an error, a body that is not JSON, or counts that are not numbers", () => {
+    assert.isNull(captureUsage(capture({ response: null })))
+    assert.isNull(captureUsage(capture({ response: "<html>bad gateway</html>" })))
+    assert.isNull(captureUsage(capture({ response: "null" })))
+    assert.isNull(captureUsage(capture({ response: withUsage({ prompt_tokens: "12" }) })))
+    assert.deepStrictEqual(captureUsage(capture({ response: withUsage({ prompt_tokens: 12, completion_tokens: "3", prompt_tokens_details: { cached_tokens: -1 } }) })), {
+      prompt_tokens: 12,
+      completion_tokens: 0,
+      total_tokens: 12
+    })
   })
 })

@@ -5,7 +5,7 @@
  */
 import OpenAI from "openai"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import type { ProviderType } from "../../src/domain/capture.ts"
+import { captureUsage, type ProviderType } from "../../src/domain/capture.ts"
 import type { ChatCompletion, ChatRequest } from "../../src/gateway/providers/chat.ts"
 import { adapterFor } from "../../src/gateway/providers/index.ts"
 import type { CallContext, ProviderError, StreamAnswer, UpstreamRequest } from "../../src/gateway/providers/types.ts"
@@ -75,7 +75,9 @@ const complete = async (
   const body = await res.text()
   if (!res.ok) return { upstream, status: res.status, result: adapter.error(res.status, body) }
   const answer = adapter.response(body, ctx)
-  return { upstream, status: res.status, result: { completion: JSON.parse(answer.text), text: answer.text, usage: answer.usage } }
+  // the usage the ledger records: the adapter's, or the answer's own where the gateway relays it unparsed
+  const usage = captureUsage({ usage: answer.usage, response: answer.text })
+  return { upstream, status: res.status, result: { completion: JSON.parse(answer.text), text: answer.text, usage } }
 }
 
 /** Deterministic piece sizes of 1 to 7 bytes, so SSE lines, UTF-8 characters and binary frames get split. */

@@ -3,7 +3,7 @@
  * shares to read requests and write answers in it. Types cover the fields the adapters read or write;
  * other fields pass through untouched where the provider speaks the same format.
  */
-import type { Usage } from "../../domain/capture.ts"
+import type { OpenAIUsage, Usage } from "../../domain/capture.ts"
 
 export interface ContentPart {
   readonly type: string
@@ -76,14 +76,6 @@ export interface Choice {
   message: AssistantMessage
   finish_reason: FinishReason | null
   logprobs: { content: Array<unknown> } | null
-}
-
-export interface OpenAIUsage {
-  prompt_tokens: number
-  completion_tokens: number
-  total_tokens: number
-  prompt_tokens_details?: { cached_tokens?: number; cache_write_tokens?: number }
-  completion_tokens_details?: { reasoning_tokens?: number }
 }
 
 export interface ChatCompletion {
@@ -180,21 +172,6 @@ export const toOpenAIUsage = (usage: Usage): OpenAIUsage => {
   }
   if (usage.reasoning_tokens !== undefined) out.completion_tokens_details = { reasoning_tokens: usage.reasoning_tokens }
   return out
-}
-
-/** A chat-completions usage object (from OpenAI-type providers) → normalised usage. */
-export const fromOpenAIUsage = (raw: OpenAIUsage | null | undefined): Usage | null => {
-  if (!raw || typeof raw.prompt_tokens !== "number") return null
-  const usage: { -readonly [K in keyof Usage]: Usage[K] } = {
-    prompt_tokens: raw.prompt_tokens,
-    completion_tokens: raw.completion_tokens ?? 0,
-    total_tokens: raw.total_tokens ?? raw.prompt_tokens + (raw.completion_tokens ?? 0)
-  }
-  const cached = raw.prompt_tokens_details?.cached_tokens
-  if (typeof cached === "number") usage.cached_tokens = cached
-  const reasoning = raw.completion_tokens_details?.reasoning_tokens
-  if (typeof reasoning === "number") usage.reasoning_tokens = reasoning
-  return usage
 }
 
 /**
