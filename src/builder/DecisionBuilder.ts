@@ -58,6 +58,12 @@ const OTHER_FAILURE_ATTEMPTS = 3
 const BACKOFF_BASE_MS = 100
 const BACKOFF_CAP_MS = 5_000
 const PRUNE_INTERVAL = Duration.minutes(5)
+/**
+ * A consumer of the group that has not read or claimed for this long and holds nothing pending belongs to a builder
+ * process that is gone (each start reads under new names): it is removed, so the group's consumer count (ledger
+ * status) counts live ones. Live consumers read every READ_BLOCK_MS and the reclaimer claims every 15 s at most.
+ */
+const CONSUMER_IDLE_LIMIT = Duration.minutes(10)
 /** failure reasons remembered for `maxDeliveries` dead letters (bounded; oldest forgotten first) */
 const REMEMBERED_FAILURES = 10_000
 
@@ -251,7 +257,7 @@ const supervise = <R>(name: string, loop: Effect.Effect<unknown, unknown, R>) =>
 
 /**
  * The builder role's fibers: `builderConsumers` consumers of the group, a reclaimer taking over entries idle longer
- * than `reclaimIdleMs` (a dead consumer's), and the throughput pruner.
+ * than `reclaimIdleMs` (a dead consumer's), the throughput pruner, and the pruner of consumers of builders gone.
  */
 export const BuilderWorkers = Layer.effectDiscard(Effect.gen(function*() {
   const settings = yield* LedgerConfig
@@ -303,8 +309,16 @@ export const BuilderWorkers = Layer.effectDiscard(Effect.gen(function*() {
     Effect.forever
   )
 
+  const pruneConsumers = stream.pruneConsumers({ minIdleMs: Duration.toMillis(CONSUMER_IDLE_LIMIT) }).pipe(
+    Effect.tap((removed) => removed.length > 0 ? Effect.logInfo("removed consumers of builders gone", { consumers: removed }) : Effect.void),
+    Effect.catch((error) => Effect.logDebug("consumer prune failed", { error: error.message })),
+    Effect.delay(PRUNE_INTERVAL),
+    Effect.forever
+  )
+
   for (let i = 0; i < settings.builderConsumers; i++) yield* supervise(`builder consumer ${i}`, consume(`${name}-${i}`))
   yield* supervise("builder reclaimer", reclaim)
   yield* supervise("throughput pruner", prune)
+  yield* supervise("consumer pruner", pruneConsumers)
   yield* Effect.logInfo("decision builder started", { consumer: name, consumers: settings.builderConsumers })
 }))

@@ -89,6 +89,12 @@ export class CaptureStream extends Context.Service<CaptureStream, {
   replayDeadLetters(ids?: ReadonlyArray<string>): Effect.Effect<number, StreamUnavailable>
   readonly stats: Effect.Effect<StreamStats, StreamUnavailable>
   /**
+   * Removes the group's consumers that hold no pending entry and have not read or claimed for `minIdleMs`: names
+   * of processes gone (every builder start reads under new names). Atomic per consumer, so an entry delivered to
+   * a consumer as it is removed is never left outside the pending list. Returns the names removed.
+   */
+  pruneConsumers(options: { readonly minIdleMs: number }): Effect.Effect<ReadonlyArray<string>, StreamUnavailable>
+  /**
    * Removes acknowledged entries from the head of the stream, never an entry still pending or not yet delivered;
    * returns how many were removed. Each layer already runs it periodically; exposed for tests and operators.
    */

@@ -58,7 +58,8 @@ export const layer: Layer.Layer<CaptureStream, never, LedgerConfig> = Layer.effe
      * on first delivery, which happens in id order: iterating the map visits pending entries oldest first.
      */
     const pending = new Map<string, PendingEntry>()
-    const consumers = new Set<string>()
+    /** consumer name → when it last read or claimed (epoch ms) */
+    const consumers = new Map<string, number>()
     const dead: Array<DeadLetter> = []
     /** highest batch number appended per producer, least recently publishing first */
     const lastBatch = new Map<string, number>()
@@ -95,7 +96,7 @@ export const layer: Layer.Layer<CaptureStream, never, LedgerConfig> = Layer.effe
 
     /** Hands out up to `count` undelivered entries, or returns the signal to wait on when there are none. */
     const take = (consumer: string, count: number, now: number) => {
-      consumers.add(consumer)
+      consumers.set(consumer, now)
       const batch = log.slice(delivered, delivered + count)
       delivered += batch.length
       for (const entry of batch) {
@@ -127,7 +128,7 @@ export const layer: Layer.Layer<CaptureStream, never, LedgerConfig> = Layer.effe
       function*(consumer: string, options: { readonly minIdleMs: number; readonly count: number }) {
         const now = yield* Clock.currentTimeMillis
         return yield* Effect.sync(() => {
-          consumers.add(consumer)
+          consumers.set(consumer, now)
           const claimed: Array<StreamEntry> = []
           for (const [id, entry] of pending) {
             if (claimed.length >= options.count) break
@@ -189,6 +190,21 @@ export const layer: Layer.Layer<CaptureStream, never, LedgerConfig> = Layer.effe
       })
     }).pipe(Effect.withSpan("CaptureStream.stats"))
 
+    const pruneConsumers = Effect.fn("CaptureStream.pruneConsumers")(function*(options: { readonly minIdleMs: number }) {
+      const now = yield* Clock.currentTimeMillis
+      return yield* Effect.sync(() => {
+        const holding = new Set<string>()
+        for (const entry of pending.values()) holding.add(entry.consumer)
+        const removed: Array<string> = []
+        for (const [consumer, seenAt] of consumers) {
+          if (holding.has(consumer) || now - seenAt <= options.minIdleMs) continue
+          consumers.delete(consumer)
+          removed.push(consumer)
+        }
+        return removed
+      })
+    })
+
     // Like XTRIM MINID: drop the head up to the first entry still pending or never delivered. Entries acked out
     // of order behind a pending one stay until it is acknowledged.
     const trim = Effect.sync(() => {
@@ -212,6 +228,7 @@ export const layer: Layer.Layer<CaptureStream, never, LedgerConfig> = Layer.effe
       listDeadLetters,
       replayDeadLetters,
       stats,
+      pruneConsumers,
       trim
     })
   })

@@ -57,11 +57,38 @@ return ids`,
   transformReply: (reply: ReadonlyArray<string>) => reply
 })
 
+/**
+ * KEYS: the stream. ARGV: the group, the idle threshold in ms. Deletes the consumers with nothing pending idle longer
+ * than the threshold (none when the stream does not exist; a missing group fails with NOGROUP) (`idle`: since the consumer's last read or claim attempt) and returns their names. One script,
+ * so no entry can be delivered to a consumer between the check and its deletion (deleting a consumer drops its
+ * pending entries from the group).
+ */
+const pruneConsumers = defineScript({
+  NUMBER_OF_KEYS: 1,
+  SCRIPT: `
+local removed = {}
+if redis.call('EXISTS', KEYS[1]) == 0 then return removed end
+for _, consumer in ipairs(redis.call('XINFO', 'CONSUMERS', KEYS[1], ARGV[1])) do
+  local fields = {}
+  for i = 1, #consumer, 2 do fields[consumer[i]] = consumer[i + 1] end
+  if fields['pending'] == 0 and fields['idle'] > tonumber(ARGV[2]) then
+    redis.call('XGROUP', 'DELCONSUMER', KEYS[1], ARGV[1], fields['name'])
+    removed[#removed + 1] = fields['name']
+  end
+end
+return removed`,
+  parseCommand(parser: CommandParser, stream: string, group: string, minIdleMs: number) {
+    parser.pushKey(stream)
+    parser.push(group, String(Math.max(0, Math.floor(minIdleMs))))
+  },
+  transformReply: (reply: ReadonlyArray<string>) => reply
+})
+
 const makeClient = (url: string) =>
   createClient({
     url,
     // EVALSHA, falling back to EVAL (which caches the script) after a NOSCRIPT: the script text is sent once
-    scripts: { publishBatch },
+    scripts: { publishBatch, pruneConsumers },
     // node-redis otherwise queues commands while disconnected and callers wait until Redis returns.
     disableOfflineQueue: true,
     socket: { connectTimeout: CONNECT_TIMEOUT_MS, reconnectStrategy: reconnectDelay },
@@ -356,6 +383,11 @@ export const layer: Layer.Layer<CaptureStream, StreamUnavailable, LedgerConfig> 
         Effect.withSpan("CaptureStream.stats")
       )
 
+    const pruneIdleConsumers = Effect.fn("CaptureStream.pruneConsumers")(function*(options: { readonly minIdleMs: number }) {
+      const removed = yield* withGroup(call(client, "prune consumers", () => client.pruneConsumers(key, group, options.minIdleMs)))
+      return removed.map(String)
+    })
+
     // XTRIM MINID to the oldest entry still needed: the oldest pending one, else the first never delivered.
     // XINFO must run before XPENDING (one connection runs them in the order sent): a delivery in between then
     // shows up as pending instead of moving last-delivered-id past it. Later deliveries and acks only make the
@@ -381,6 +413,7 @@ export const layer: Layer.Layer<CaptureStream, StreamUnavailable, LedgerConfig> 
       listDeadLetters,
       replayDeadLetters,
       stats,
+      pruneConsumers: pruneIdleConsumers,
       trim
     })
   })

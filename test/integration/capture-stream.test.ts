@@ -180,6 +180,35 @@ const contract = (backend: "redis" | "memory", fresh: FreshStream) =>
       assert.deepStrictEqual(payloadsOf(yield* stream.read("c1", { count: 10, blockMs: 0 })), ["p1", "p3"])
     }))
 
+    test("pruning removes consumers idle with nothing pending, never one holding entries", Effect.gen(function*() {
+      const stream = yield* CaptureStream
+      assert.deepStrictEqual(yield* stream.pruneConsumers({ minIdleMs: 0 }), [], "a group without consumers")
+      const ids = yield* stream.publish(["1", "2", "3"], nextBatch())
+      yield* stream.read("gone-done", { count: 1, blockMs: 0 })
+      yield* stream.ack([ids[0]])
+      yield* stream.read("gone-holding", { count: 1, blockMs: 0 })
+      yield* Effect.sleep(150)
+      const fresh = yield* stream.read("alive", { count: 1, blockMs: 0 })
+      assert.strictEqual((yield* stream.stats).consumers, 3)
+
+      // idle past the threshold and nothing pending: removed; holding an entry or recently active: kept
+      assert.deepStrictEqual(yield* stream.pruneConsumers({ minIdleMs: 100 }), ["gone-done"])
+      assert.strictEqual((yield* stream.stats).consumers, 2)
+      assert.strictEqual((yield* stream.stats).pending, 2)
+
+      // the entry of the consumer that is gone is still there to reclaim
+      const reclaimed = yield* stream.reclaim("reclaimer", { minIdleMs: 100, count: 10 })
+      assert.deepStrictEqual(payloadsOf(reclaimed), ["2"])
+      yield* stream.ack([reclaimed[0].id, fresh[0].id])
+      yield* Effect.sleep(150)
+      assert.deepStrictEqual([...(yield* stream.pruneConsumers({ minIdleMs: 100 }))].sort(), ["alive", "gone-holding", "reclaimer"])
+      assert.strictEqual((yield* stream.stats).consumers, 0)
+      // a pruned name that reads again is simply a consumer again
+      yield* stream.publish(["4"], nextBatch())
+      assert.deepStrictEqual(payloadsOf(yield* stream.read("alive", { count: 10, blockMs: 0 })), ["4"])
+      assert.strictEqual((yield* stream.stats).consumers, 1)
+    }))
+
     test("stats report length, lag, pending, oldest pending age, dead letters and consumers", Effect.gen(function*() {
       const stream = yield* CaptureStream
       const empty = yield* stream.stats
