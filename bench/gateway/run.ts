@@ -316,11 +316,15 @@ const main = async () => {
     if (added) {
       const bareAdded = summary(1, (row) => row.bare.meanMs - row.direct.meanMs, 3)!
       lines.push(`added latency at 1 connection (mean per call, median round): ${added.text} ms — ${added.median <= 0.3 ? "meets" : "misses"} the target <= 0.30; bare proxy ${bareAdded.text} ms`)
+      const overBare = summary(1, (row) => row.gateway.meanMs - row.bare.meanMs, 3)!
+      lines.push(`gateway latency at 1 connection over the bare proxy's in the same round (median round): ${overBare.text} ms`)
     }
     const ratio = summary(32, (row) => row.gateway.rps / row.direct.rps, 2)
     if (ratio) {
       const bareRatio = summary(32, (row) => row.bare.rps / row.direct.rps, 2)!
       lines.push(`throughput at 32 connections (median round): ${ratio.text} x direct — ${ratio.median >= 0.3 ? "meets" : "misses"} the target >= 0.30; bare proxy ${bareRatio.text} x`)
+      const againstBare = summary(32, (row) => row.gateway.rps / row.bare.rps, 2)!
+      lines.push(`gateway throughput at 32 connections relative to the bare proxy's in the same round (median round): ${againstBare.text}`)
       const relative = summary(32, (row) => row.gatewayCpu.gateway / row.gatewayCpu.fake, 2)!
       const bareRelative = summary(32, (row) => row.bareCpu.bare / row.bareCpu.fake, 2)!
       lines.push(`CPU per call at 32 connections relative to the fake provider's (median round): gateway ${relative.text}; bare proxy ${bareRelative.text}`)
