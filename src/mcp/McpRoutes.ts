@@ -15,7 +15,7 @@ import { LedgerConfig, type LedgerSettings } from "../config/LedgerConfig.ts"
 import { tokenKind } from "../store/Credentials.ts"
 import { McpServer } from "./McpServer.ts"
 import { OAuthRoutes } from "./oauth/OAuthRoutes.ts"
-import { OAuthStore } from "./oauth/OAuthStore.ts"
+import { OAuthStore, OAuthSweeper } from "./oauth/OAuthStore.ts"
 import { LEDGER_SCOPE, mcpUrls, protectedResourceMetadata } from "./urls.ts"
 
 const LOOPBACK_HOSTNAMES = ["localhost", "127.0.0.1", "[::1]"]
@@ -136,7 +136,7 @@ export const McpEndpointRoutes = HttpRouter.use(Effect.fnUntraced(function*(rout
   yield* router.add("GET", "/.well-known/oauth-protected-resource", metadata)
 }))
 
-/** Everything MCP adds to the API server: `/mcp`, the resource metadata and the authorization server. */
-export const McpRoutesLive = Layer.mergeAll(McpEndpointRoutes, OAuthRoutes).pipe(
+/** Everything MCP adds to the API server: `/mcp`, the resource metadata, the authorization server and its sweeper. */
+export const McpRoutesLive = Layer.mergeAll(McpEndpointRoutes, OAuthRoutes, OAuthSweeper).pipe(
   Layer.provide(Layer.mergeAll(McpServer.layer, OAuthStore.layer))
 )

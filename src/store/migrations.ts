@@ -647,6 +647,9 @@ const analyticsLeases = run([
   `ALTER TABLE analytics_progress ADD COLUMN lease_until timestamptz`
 ])
 
+/** The OAuth sweeper deletes tokens and authorizations a day after they expired (OAuthStore.sweep); the control policy of 0004 covers DELETE. */
+const oauthSweep = run([`GRANT DELETE ON oauth_tokens, oauth_authorizations TO ledger_control`])
+
 /** Ordered migrations; ids never change once released. */
 export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
   "0001_initial": initial,
@@ -654,5 +657,6 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0003_query": query,
   "0004_oauth": oauth,
   "0005_analytics": analytics,
-  "0006_analytics_leases": analyticsLeases
+  "0006_analytics_leases": analyticsLeases,
+  "0007_oauth_sweep": oauthSweep
 }

@@ -14,6 +14,7 @@ import type { AddressInfo } from "node:net"
 import { CACHE_TTL_MS } from "../../src/api/Authenticator.ts"
 import { Credentials, hashToken } from "../../src/store/Credentials.ts"
 import { ScopedSql, TenantSql } from "../../src/store/TenantSql.ts"
+import { OAuthStore } from "../../src/mcp/oauth/OAuthStore.ts"
 import { ApiStack, apiStack } from "../support/api-stack.ts"
 import { launchBrowser, openPage, screenshot } from "../support/browser.ts"
 import {
@@ -150,10 +151,10 @@ const challengeOf = (token: string) =>
   })
 
 /** Runs SQL as the control role (the tests' way to age tokens). */
-const control = (effect: Effect.Effect<unknown, unknown, ScopedSql>) =>
+const control = <A>(effect: Effect.Effect<A, unknown, ScopedSql>) =>
   Effect.gen(function*() {
     const { context } = yield* ApiStack
-    yield* TenantSql.use((sql) => sql.control(effect)).pipe(Effect.provide(context), Effect.orDie)
+    return yield* TenantSql.use((sql) => sql.control(effect)).pipe(Effect.provide(context), Effect.orDie)
   })
 
 const Live = Layer.mergeAll(Setup.layer, Callback.layer).pipe(Layer.provideMerge(ApiStack.layer()))
@@ -340,6 +341,56 @@ describe("MCP OAuth", () => {
         const unknownClient = yield* post(`${baseUrl}/oauth/revoke`, { client_id: "nope", token: "x" })
         assert.strictEqual(unknownClient.status, 401)
         assert.strictEqual(unknownClient.json.error, "invalid_client")
+      }))
+
+    it.effect("the sweeper deletes tokens and authorizations a day after they expired, and nothing still usable", () =>
+      Effect.gen(function*() {
+        const { baseUrl, context, pat } = yield* ApiStack
+        const redirect = "http://127.0.0.1:9/cb"
+        const grantOf = (accessToken: string) =>
+          control(ScopedSql.use((sql) => sql<{ authorization_id: string }>`SELECT authorization_id FROM oauth_tokens WHERE token_hash = ${hashToken(accessToken)}`))
+            .pipe(Effect.map((rows) => rows[0]!.authorization_id))
+        const live = yield* grant(redirect)
+        const old = yield* grant(redirect)
+        const liveGrant = yield* grantOf(live.tokens.access_token)
+        const oldGrant = yield* grantOf(old.tokens.access_token)
+        // a sign-in nobody answered
+        const client = (yield* register(redirect)).body
+        const signIn = yield* post(`${baseUrl}/oauth/authorize`, {
+          response_type: "code", client_id: client.client_id, redirect_uri: redirect, code_challenge: pkce().challenge,
+          code_challenge_method: "S256", state: "s", step: "signin", pat
+        })
+        assert.strictEqual(signIn.status, 200)
+
+        // the old grant and the sign-in expired two days ago; the live grant's access token an hour ago (within the grace)
+        yield* control(Effect.gen(function*() {
+          const sql = yield* ScopedSql
+          yield* sql`UPDATE oauth_tokens SET expires_at = now() - interval '2 days' WHERE authorization_id = ${oldGrant}`
+          yield* sql`UPDATE oauth_authorizations SET expires_at = now() - interval '2 days'
+            WHERE authorization_id = ${oldGrant} OR (client_id = ${client.client_id} AND consented_at IS NULL)`
+          yield* sql`UPDATE oauth_tokens SET expires_at = now() - interval '1 hour' WHERE token_hash = ${hashToken(live.tokens.access_token)}`
+        }))
+        const sweep = OAuthStore.use((store) => store.sweep).pipe(Effect.provide(OAuthStore.layer), Effect.provide(context), Effect.orDie)
+        const swept = yield* sweep
+        assert.isAtLeast(swept.tokens, 2)
+        assert.isAtLeast(swept.authorizations, 2)
+
+        const left = yield* control(Effect.gen(function*() {
+          const sql = yield* ScopedSql
+          const tokens = yield* sql<{ authorization_id: string; n: number }>`
+            SELECT authorization_id, count(*)::int AS n FROM oauth_tokens WHERE authorization_id IN (${liveGrant}, ${oldGrant}) GROUP BY 1`
+          const authorizations = yield* sql<{ authorization_id: string }>`
+            SELECT authorization_id FROM oauth_authorizations WHERE client_id IN (${live.client.client_id}, ${old.client.client_id}, ${client.client_id})`
+          return { tokens, authorizations: authorizations.map((row) => row.authorization_id) }
+        }))
+        assert.deepStrictEqual(left.tokens, [{ authorization_id: liveGrant, n: 2 }], "the live grant keeps both its tokens")
+        assert.deepStrictEqual(left.authorizations, [liveGrant], "only the live grant's authorization is left")
+        // the swept refresh token is simply unknown now; the live one still refreshes
+        const refreshOld = yield* tokenRequest({ grant_type: "refresh_token", client_id: old.client.client_id, refresh_token: old.tokens.refresh_token })
+        assert.strictEqual(refreshOld.json.error, "invalid_grant")
+        const refreshLive = yield* tokenRequest({ grant_type: "refresh_token", client_id: live.client.client_id, refresh_token: live.tokens.refresh_token })
+        assert.strictEqual(refreshLive.status, 200)
+        assert.deepStrictEqual(yield* sweep, { tokens: 0, authorizations: 0 }, "nothing more to sweep")
       }))
 
     it.effect("registration and authorization refuse what they must; tokens are stored hashed", () =>

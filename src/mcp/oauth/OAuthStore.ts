@@ -6,7 +6,7 @@
  * A grant is one authorization: every token issued from its code and from the refresh tokens that follow shares
  * its `authorization_id`, so a replayed code or refresh token revokes the whole grant (OAuth 2.1 §4.3.1, §6.1).
  */
-import { Context, Effect, Layer } from "effect"
+import { Context, Duration, Effect, Layer } from "effect"
 import { SqlError } from "effect/sql"
 import * as Crypto from "node:crypto"
 import type { DatabaseUnavailable } from "../../domain/errors.ts"
@@ -18,6 +18,8 @@ export const ACCESS_TOKEN_TTL_SECONDS = 3_600
 export const REFRESH_TOKEN_TTL_SECONDS = 30 * 86_400
 /** sign-in ticket and authorization code lifetime (RFC 6749 §4.1.2: at most 10 minutes) */
 export const CODE_TTL_SECONDS = 600
+/** how long after expiry tokens and authorizations are kept before the sweeper deletes them */
+export const SWEEP_GRACE_SECONDS = 86_400
 
 const REFRESH_PREFIX = "ldg_ort_"
 const CLIENT_SECRET_PREFIX = "ldg_ocs_"
@@ -112,6 +114,13 @@ export class OAuthStore extends Context.Service<OAuthStore, {
   refresh(refreshToken: string, clientId: string): Effect.Effect<IssuedTokens | GrantRefusal, DatabaseUnavailable>
   /** RFC 7009: revokes an access token, or a refresh token with its whole grant; tokens of other clients are ignored. */
   revoke(token: string, clientId: string): Effect.Effect<void, DatabaseUnavailable>
+  /**
+   * Deletes what can no longer be used, SWEEP_GRACE_SECONDS after it expired: tokens (a spent refresh token
+   * presented again within its lifetime still revokes its grant), and authorizations — unanswered sign-ins,
+   * unredeemed codes, grants — once no token descends from them (a code presented again while its tokens live
+   * still revokes them).
+   */
+  readonly sweep: Effect.Effect<{ readonly tokens: number; readonly authorizations: number }, DatabaseUnavailable>
 }>()("ledger/mcp/OAuthStore") {
   static readonly layer = Layer.effect(
     OAuthStore,
@@ -289,6 +298,21 @@ export class OAuthStore extends Context.Service<OAuthStore, {
         }))
       })
 
+      const sweep = control(Effect.gen(function*() {
+        const sql = yield* ScopedSql
+        const grace = SWEEP_GRACE_SECONDS
+        const [tokens] = yield* sql<{ n: number }>`
+          WITH gone AS (DELETE FROM oauth_tokens WHERE expires_at < now() - make_interval(secs => ${grace}) RETURNING 1)
+          SELECT count(*)::int AS n FROM gone`
+        const [authorizations] = yield* sql<{ n: number }>`
+          WITH gone AS (
+            DELETE FROM oauth_authorizations a WHERE a.expires_at < now() - make_interval(secs => ${grace})
+              AND NOT EXISTS (SELECT 1 FROM oauth_tokens t WHERE t.authorization_id = a.authorization_id)
+            RETURNING 1)
+          SELECT count(*)::int AS n FROM gone`
+        return { tokens: tokens?.n ?? 0, authorizations: authorizations?.n ?? 0 }
+      })).pipe(Effect.withSpan("OAuthStore.sweep"))
+
       return OAuthStore.of({
         registerClient,
         client,
@@ -299,8 +323,28 @@ export class OAuthStore extends Context.Service<OAuthStore, {
         deny,
         redeemCode,
         refresh,
-        revoke
+        revoke,
+        sweep
       })
     })
   )
 }
+
+/** How often each API process sweeps (deletes are idempotent, so replicas may overlap). */
+const SWEEP_INTERVAL = Duration.hours(1)
+
+/** Runs `OAuthStore.sweep` every SWEEP_INTERVAL in a fiber of the layer's scope; a failed round is retried next time. */
+export const OAuthSweeper = Layer.effectDiscard(Effect.gen(function*() {
+  const store = yield* OAuthStore
+  yield* store.sweep.pipe(
+    Effect.tap(({ authorizations, tokens }) =>
+      tokens + authorizations > 0
+        ? Effect.logInfo("expired OAuth tokens and authorizations deleted", { tokens, authorizations })
+        : Effect.void
+    ),
+    Effect.catch((error) => Effect.logWarning("OAuth sweep failed; the next round retries", { error: error.message })),
+    Effect.delay(SWEEP_INTERVAL),
+    Effect.forever,
+    Effect.forkScoped
+  )
+}))
