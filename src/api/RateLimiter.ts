@@ -15,11 +15,10 @@ interface Bucket {
 }
 
 /**
- * A token bucket limiter. `take` spends one token for `key` and returns 0, or — when the bucket is empty — the
- * seconds until a token is available again.
+ * A token bucket limiter: `burst` tokens at most, refilled at `ratePerSecond`. `take` spends one token for `key`
+ * and returns 0, or — when the bucket is empty — the seconds until a token is available again.
  */
-export const tokenBuckets = (ratePerSecond: number) => {
-  const burst = ratePerSecond * 2
+export const tokenBuckets = (ratePerSecond: number, burst = ratePerSecond * 2) => {
   const buckets = new Map<string, Bucket>()
   return (key: string, now: number): number => {
     if (ratePerSecond <= 0) return 0

@@ -455,5 +455,36 @@ describe("MCP /mcp", () => {
         const viaOAuth = yield* mcpClient(stack.baseUrl, { token: tokens.access_token })
         assert.deepStrictEqual(yield* ok(viaOAuth, "list_agents"), agents)
       }))
+
+    // last in this stack: it spends the registrations this address may make for a minute
+    it.effect("client registration is limited per address: 30 a minute, then 429 with Retry-After", () =>
+      Effect.gen(function*() {
+        const { baseUrl } = yield* ApiStack
+        const attempt = () =>
+          fetch(`${baseUrl}/oauth/register`, {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: JSON.stringify({ client_name: "flood", redirect_uris: ["http://127.0.0.1:9/cb"], token_endpoint_auth_method: "none" })
+          }).then(async (response) => ({ status: response.status, retryAfter: response.headers.get("retry-after"), body: await response.json() as any }))
+        const answers = yield* Effect.promise(async () => {
+          const seen = []
+          for (let i = 0; i < 40; i++) {
+            const answer = await attempt()
+            seen.push(answer)
+            if (answer.status === 429) break
+          }
+          return seen
+        })
+        const refused = answers.at(-1)!
+        assert.strictEqual(refused.status, 429)
+        // the grant above registered once: 29 more at most before the limit
+        assert.isAtMost(answers.length - 1, 29)
+        assert.isAtLeast(answers.length - 1, 28)
+        assert.isTrue(answers.slice(0, -1).every((answer) => answer.status === 201))
+        assert.strictEqual(refused.body.error, "rate_limited")
+        assert.include(refused.body.error_description, "30 client registrations a minute")
+        assert.isAtLeast(Number(refused.retryAfter), 1)
+        assert.isAtMost(Number(refused.retryAfter), 2)
+      }))
   })
 })

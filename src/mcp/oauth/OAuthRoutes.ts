@@ -20,6 +20,7 @@ import { Effect, Option, Schema } from "effect"
 import { HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import * as Crypto from "node:crypto"
 import { Authenticator } from "../../api/Authenticator.ts"
+import { tokenBuckets } from "../../api/RateLimiter.ts"
 import { LedgerConfig } from "../../config/LedgerConfig.ts"
 import { type DatabaseUnavailable, Unauthorized } from "../../domain/errors.ts"
 import { hashToken } from "../../store/Credentials.ts"
@@ -35,6 +36,11 @@ class OAuthError extends Schema.TaggedError<OAuthError>()("OAuthError", {
 }) {}
 
 const MAX_BODY_BYTES = 64 * 1024
+/**
+ * Client registrations accepted per connecting address and minute, in bursts of as many. Registration is open to
+ * anyone (RFC 7591) and each one is a stored client; an MCP client registers once and keeps its client id.
+ */
+const REGISTRATIONS_PER_MINUTE = 30
 const CLIENT_METADATA_FIELDS = [
   "client_name",
   "client_uri",
@@ -198,7 +204,15 @@ export const OAuthRoutes = HttpRouter.use(Effect.fnUntraced(function*(router) {
 
   // --- registration (RFC 7591)
 
+  const registrations = tokenBuckets(REGISTRATIONS_PER_MINUTE / 60, REGISTRATIONS_PER_MINUTE)
   const register = Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest) {
+    const wait = registrations(Option.getOrElse(request.remoteAddress, () => "unknown"), Date.now())
+    if (wait > 0) {
+      return json({
+        error: "rate_limited",
+        error_description: `at most ${REGISTRATIONS_PER_MINUTE} client registrations a minute from one address; retry in ${wait} s`
+      }, 429, { "retry-after": String(wait) })
+    }
     const text = yield* bodyText(request)
     const body = yield* Effect.try({
       try: () => JSON.parse(text) as unknown,
