@@ -86,6 +86,7 @@ interface NewDecision {
   readonly agent_id: string
   readonly created_at: Date
   readonly model: string
+  readonly call_signature: string
 }
 
 const HOUR_MS = 3_600_000
@@ -317,48 +318,69 @@ const rightSizingRule = (keys: ReadonlyArray<{ agent_id: string; model: string; 
     return findings
   })
 
-const sessionRules = (sessionIds: ReadonlyArray<string>) =>
+/**
+ * Loops and low-quality streaks in the sessions of new decisions. Only what a new decision can change is read, so a
+ * pass costs the same on the thousandth decision of a session as on the fifth: for loops, the session's repeats of
+ * each new decision's call signature; for streaks, the session's answered decisions from the last one that broke a
+ * streak (quality at or above the threshold) before the earliest new decision. Both lists are probed session by
+ * session (LATERAL with ORDER BY, which Postgres does not flatten into a join over the workspace).
+ */
+const sessionRules = (fresh: ReadonlyArray<NewDecision>) =>
   Effect.gen(function*() {
-    if (sessionIds.length === 0) return []
+    if (fresh.length === 0) return []
     const sql = yield* ScopedSql
     const findings: Array<Finding> = []
     const loop = RULES.loop
-    const repeats = yield* sql<{ session_id: string; agent_id: string; signature: string; ledger_ids: Array<string>; times: Array<Date>; costs: Array<number | null>; title: string }>`
-      SELECT s.session_id::text AS session_id, min(s.agent_id) AS agent_id, s.call_signature AS signature,
-        array_agg(s.ledger_id::text ORDER BY s.created_at, s.ledger_id) AS ledger_ids,
-        array_agg(s.created_at ORDER BY s.created_at, s.ledger_id) AS times,
-        array_agg(d.cost_usd ORDER BY s.created_at, s.ledger_id) AS costs, min(d.title) AS title
-      FROM decision_search s JOIN decisions d ON d.ledger_id = s.ledger_id
-      WHERE s.session_id = ANY(${sessionIds}::uuid[])
-      GROUP BY s.session_id, s.call_signature HAVING count(*) >= ${loop.min_repeats}`
-    for (const group of repeats) {
-      // the longest run of repeats inside one window
+    const signatures = [...new Map(fresh.map((d) => [`${d.session_id}/${d.call_signature}`, d])).values()]
+    const repeats = yield* sql<{ session_id: string; agent_id: string; signature: string; ledger_ids: Array<string>; times: Array<Date> }>`
+      SELECT f.session_id::text AS session_id, min(r.agent_id) AS agent_id, f.signature,
+        array_agg(r.ledger_id::text ORDER BY r.created_at, r.ledger_id) AS ledger_ids,
+        array_agg(r.created_at ORDER BY r.created_at, r.ledger_id) AS times
+      FROM unnest(${signatures.map((d) => d.session_id)}::uuid[], ${signatures.map((d) => d.call_signature)}::text[]) AS f(session_id, signature)
+      CROSS JOIN LATERAL (
+        SELECT r.agent_id, r.ledger_id, r.created_at FROM decision_search r
+        WHERE r.session_id = f.session_id AND r.call_signature = f.signature
+        ORDER BY r.created_at, r.ledger_id) r
+      GROUP BY f.session_id, f.signature HAVING count(*) >= ${loop.min_repeats}`
+    // the longest run of repeats inside one window, per group
+    const runs = repeats.flatMap((group) => {
       let best = { from: 0, to: -1 }
       for (let from = 0, to = 0; to < group.times.length; to++) {
         while (group.times[to]!.getTime() - group.times[from]!.getTime() > loop.window_minutes * 60_000) from++
         if (to - from > best.to - best.from) best = { from, to }
       }
-      const count = best.to - best.from + 1
-      if (count < loop.min_repeats) continue
-      const ledgerIds = group.ledger_ids.slice(best.from, best.to + 1)
-      const wasted = group.costs.slice(best.from + 1, best.to + 1).reduce((sum: number, cost) => sum + (cost ?? 0), 0)
+      return best.to - best.from + 1 < loop.min_repeats
+        ? []
+        : [{ group, ledgerIds: group.ledger_ids.slice(best.from, best.to + 1), first: group.times[best.from]!, last: group.times[best.to]! }]
+    })
+    // costs and titles of the repeats, key by key (a join with decisions could be planned as a scan of the workspace)
+    const facts = new Map<string, { readonly cost_usd: number | null; readonly title: string }>()
+    if (runs.length > 0) {
+      const rows = yield* sql<{ ledger_id: string; cost_usd: number | null; title: string }>`
+        SELECT x.* FROM unnest(${runs.flatMap((run) => run.ledgerIds)}::uuid[]) AS q(id) CROSS JOIN LATERAL (
+          SELECT d.ledger_id::text AS ledger_id, d.cost_usd, d.title FROM decisions d WHERE d.ledger_id = q.id LIMIT 1) x`
+      for (const row of rows) facts.set(row.ledger_id, row)
+    }
+    for (const { first, group, last, ledgerIds } of runs) {
+      const count = ledgerIds.length
+      const wasted = ledgerIds.slice(1).reduce((sum, id) => sum + (facts.get(id)?.cost_usd ?? 0), 0)
       findings.push({
         type: "loop",
         dedupKey: `loop:${group.session_id}:${group.signature}`,
         severity: count >= loop.critical_repeats ? "critical" : "warning",
         title: `Loop: ${group.agent_id} made the same call ${count} times in ${
-          Math.max(1, Math.round((group.times[best.to]!.getTime() - group.times[best.from]!.getTime()) / 60_000))
-        } min (“${group.title}”)`,
+          Math.max(1, Math.round((last.getTime() - first.getTime()) / 60_000))
+        } min (“${facts.get(ledgerIds[0]!)?.title ?? ""}”)`,
         evidence: {
           repeats: count,
           call_signature: group.signature,
-          first_at: group.times[best.from]!.toISOString(),
-          last_at: group.times[best.to]!.toISOString(),
+          first_at: first.toISOString(),
+          last_at: last.toISOString(),
           repeated_cost_usd: round(wasted, 6),
           rule: `the same newest input and answer (ids and numbers aside) ≥ ${loop.min_repeats} times within ${loop.window_minutes} min in one session`
         },
-        windowStart: group.times[best.from]!,
-        windowEnd: group.times[best.to]!,
+        windowStart: first,
+        windowEnd: last,
         agentIds: [group.agent_id],
         sessionIds: [group.session_id],
         ledgerIds: ledgerIds.slice(0, LINKED_DECISIONS)
@@ -366,10 +388,23 @@ const sessionRules = (sessionIds: ReadonlyArray<string>) =>
     }
 
     const quality = RULES.low_quality_streak
+    const earliest = new Map<string, Date>()
+    for (const d of fresh) {
+      const seen = earliest.get(d.session_id)
+      if (seen === undefined || d.created_at < seen) earliest.set(d.session_id, d.created_at)
+    }
     const answered = yield* sql<{ session_id: string; agent_id: string; ledger_id: string; created_at: Date; quality: number; outcome: string }>`
-      SELECT session_id::text AS session_id, agent_id, ledger_id::text AS ledger_id, created_at, quality, outcome FROM decisions
-      WHERE session_id = ANY(${sessionIds}::uuid[]) AND outcome <> 'error'
-      ORDER BY session_id, created_at, ledger_id`
+      SELECT f.session_id::text AS session_id, d.agent_id, d.ledger_id::text AS ledger_id, d.created_at, d.quality, d.outcome
+      FROM unnest(${[...earliest.keys()]}::uuid[], ${[...earliest.values()].map((at) => at.toISOString())}::timestamptz[]) AS f(session_id, from_at)
+      LEFT JOIN LATERAL (
+        SELECT b.created_at FROM decisions b
+        WHERE b.session_id = f.session_id AND b.created_at < f.from_at AND b.outcome <> 'error' AND b.quality >= ${quality.max_quality}
+        ORDER BY b.created_at DESC LIMIT 1) breaker ON true
+      CROSS JOIN LATERAL (
+        SELECT d.agent_id, d.ledger_id, d.created_at, d.quality, d.outcome FROM decisions d
+        WHERE d.session_id = f.session_id AND d.created_at >= coalesce(breaker.created_at, '-infinity') AND d.outcome <> 'error'
+        ORDER BY d.created_at, d.ledger_id) d
+      ORDER BY f.session_id, d.created_at, d.ledger_id`
     const flush = (streak: ReadonlyArray<(typeof answered)[number]>) => {
       if (streak.length < quality.min_length) return
       const first = streak[0]!
@@ -485,17 +520,19 @@ const detectWorkspace = (scope: WorkspaceScope) =>
   Effect.gen(function*() {
     const sql = yield* ScopedSql
     const [progress] = yield* sql<{ detected_seq: number }>`SELECT detected_seq::float8 AS detected_seq FROM analytics_progress`
+    // each decision's model by its key: a join could be planned as a scan of the workspace's decisions
     const fresh = yield* sql<NewDecision>`
-      SELECT s.seq::float8 AS seq, s.session_id::text AS session_id, s.agent_id, s.created_at, d.provider || '/' || d.model AS model
-      FROM decision_search s JOIN decisions d ON d.ledger_id = s.ledger_id
-      WHERE s.seq > ${progress?.detected_seq ?? 0} ORDER BY s.seq LIMIT ${PASS_SIZE}`
+      SELECT s.seq::float8 AS seq, s.session_id::text AS session_id, s.agent_id, s.created_at, d.model, s.call_signature
+      FROM (SELECT * FROM decision_search WHERE seq > ${progress?.detected_seq ?? 0} ORDER BY seq LIMIT ${PASS_SIZE}) s
+      CROSS JOIN LATERAL (SELECT d.provider || '/' || d.model AS model FROM decisions d WHERE d.ledger_id = s.ledger_id LIMIT 1) d
+      ORDER BY s.seq`
     if (fresh.length === 0) return 0
     const byKey = <A>(items: ReadonlyArray<A>) => [...new Map(items.map((item) => [JSON.stringify(item), item])).values()]
     const findings = [
       ...(yield* agentHourRules(byKey(fresh.map((d) => ({ agent_id: d.agent_id, hour: hourOf(d.created_at) }))))),
       ...(yield* latencyRule(byKey(fresh.map((d) => ({ agent_id: d.agent_id, model: d.model, hour: hourOf(d.created_at) }))))),
       ...(yield* rightSizingRule(byKey(fresh.map((d) => ({ agent_id: d.agent_id, model: d.model, day: dayOf(d.created_at) }))))),
-      ...(yield* sessionRules(unique(fresh.map((d) => d.session_id)))),
+      ...(yield* sessionRules(fresh)),
       ...(yield* idleRule)
     ]
     yield* writeFindings(scope, findings)

@@ -650,6 +650,9 @@ const analyticsLeases = run([
 /** The OAuth sweeper deletes tokens and authorizations a day after they expired (OAuthStore.sweep); the control policy of 0004 covers DELETE. */
 const oauthSweep = run([`GRANT DELETE ON oauth_tokens, oauth_authorizations TO ledger_control`])
 
+/** The loop detector reads a session's repeats of one call signature (Detectors.sessionRules), not the whole session. */
+const loopIndex = run([`CREATE INDEX decision_search_session_signature ON decision_search (session_id, call_signature, created_at)`])
+
 /** Ordered migrations; ids never change once released. */
 export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
   "0001_initial": initial,
@@ -658,5 +661,6 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0004_oauth": oauth,
   "0005_analytics": analytics,
   "0006_analytics_leases": analyticsLeases,
-  "0007_oauth_sweep": oauthSweep
+  "0007_oauth_sweep": oauthSweep,
+  "0008_loop_index": loopIndex
 }

@@ -148,6 +148,56 @@ describe("analytics lifecycle", () => {
         assert.deepStrictEqual(yield* state, { sessions: 1, analytics_sessions: 1, stale: 0, subject_sessions: 1, subject_decisions: 5 })
       }))
 
+    it.effect("loops and low-quality streaks that grow over several detector passes are the ones one pass finds", () =>
+      Effect.gen(function*() {
+        const { pipeline } = yield* Pipeline
+        const planted = planWorkload("planted").calls
+        const reporter = planted.find((c) => c.pattern === "low-quality")!
+        const coder = planted.find((c) => c.pattern === "loop")!
+        const t0 = WORKLOAD_START + 70 * 3_600_000
+        // different words per call: numbers alone would make the same call signature (a loop)
+        const topics = ["pricing", "onboarding", "support", "billing", "security", "reporting", "exports", "mobile", "search", "alerts", "integrations"]
+        const bad = (n: number, minute: number) =>
+          callLike(reporter, `streak/b${n}`, t0 + minute * MINUTE, `Summarize the churn interviews about ${topics[n - 1]}. [[truncate]]`)
+        const good = (n: number, minute: number) => callLike(reporter, `streak/g${n}`, t0 + minute * MINUTE, `List the ${["three", "five"][n - 1]} largest churn reasons.`)
+        const repeat = (n: number) => callLike(coder, `loop/${n}`, t0 + n * MINUTE, "[[tool]] Check whether the nightly ledger export job has finished.")
+        // three passes: the streak b1–b6 ends at g2 and b7–b11 follows it; the loop grows to five repeats
+        const passes = [
+          [good(1, 0), bad(1, 5), bad(2, 10), bad(3, 15), repeat(0), repeat(1)],
+          [bad(4, 20), bad(5, 25), bad(6, 30), good(2, 35), bad(7, 40), repeat(2), repeat(3)],
+          [bad(8, 45), bad(9, 50), bad(10, 55), bad(11, 60), repeat(4)]
+        ]
+        const workload = (calls: Array<WorkloadCall>): Workload => ({ variant: "planted", start: t0, end: t0 + 2 * 3_600_000, calls })
+        const findings = (tenant: WorkloadTenant) =>
+          pipeline.query.listInsights(tenant.principal, { types: ["loop", "low_quality_streak"] }).pipe(Effect.map((page) =>
+            page.data
+              .map((i) => ({
+                type: i.type,
+                window_start: i.window_start,
+                window_end: i.window_end,
+                size: i.evidence.streak_length ?? i.evidence.repeats,
+                decisions: i.ledger_ids.map((id) => tenant.results.find((r) => r.ledger_id === id)?.call.key)
+              }))
+              .sort((a, b) => a.type.localeCompare(b.type) || a.window_start.localeCompare(b.window_start))
+          ))
+
+        const stepwise = yield* pipeline.run(workload(passes[0]!), "passes")
+        let last = stepwise
+        for (const calls of passes.slice(1)) {
+          const next = yield* pipeline.run(workload(calls), "passes", { into: stepwise.tenant })
+          last = { ...next, results: [...last.results, ...next.results] }
+        }
+        const whole = yield* pipeline.run(workload(passes.flat()), "one-pass")
+        const found = yield* findings(last)
+        assert.deepStrictEqual(found.map((f) => [f.type, f.size, f.decisions.length]), [
+          ["loop", 5, 5],
+          ["low_quality_streak", 6, 6],
+          ["low_quality_streak", 5, 5]
+        ])
+        assert.deepStrictEqual(found[1]!.decisions, ["streak/b1", "streak/b2", "streak/b3", "streak/b4", "streak/b5", "streak/b6"])
+        assert.deepStrictEqual(found, yield* findings(whole))
+      }))
+
     it.effect("session health gains the detectors' findings", () =>
       Effect.gen(function*() {
         const { pipeline, planted } = yield* Pipeline
