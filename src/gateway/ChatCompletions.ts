@@ -22,7 +22,7 @@ import type { GatewayAuth } from "./GatewayAuth.ts"
 import type { GatewayMetrics } from "./GatewayMetrics.ts"
 import { gatewayError, sendJson } from "./GatewayServer.ts"
 import { DONE_FRAME } from "./providers/stream.ts"
-import type { CallContext, ChatRequest, ProviderError, StreamTranslator } from "./providers/index.ts"
+import type { CallContext, ChatRequest, ProviderError, StreamTranslator, UpstreamHeaders } from "./providers/index.ts"
 import { UnsupportedRequest } from "./providers/index.ts"
 import type { ProviderRoute, ProviderRoutes } from "./routing.ts"
 import type { Upstreams } from "./Upstreams.ts"
@@ -167,6 +167,8 @@ class ChatCall implements Dispatcher.DispatchHandler {
   private upstreamEnd = 0
   private firstTokenAt: number | null = null
   private status = 0
+  /** the upstream's response headers, kept only for an error answer (some providers name the error there) */
+  private errorHeaders: UpstreamHeaders = {}
   private translator: StreamTranslator | undefined
   private responseChunks: Array<Buffer> = []
   private aborted = false
@@ -274,8 +276,9 @@ class ChatCall implements Dispatcher.DispatchHandler {
     if (this.aborted) controller.abort(new CallerGone())
   }
 
-  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number): void {
+  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: UpstreamHeaders): void {
     this.status = statusCode
+    if (statusCode >= 300) this.errorHeaders = headers
     if (statusCode >= 200 && statusCode < 300 && this.ctx!.stream) {
       this.translator = this.route!.adapter.stream(this.ctx!)
       this.res.writeHead(200, { ...SSE_HEADERS, "x-ledger-id": this.ledgerId })
@@ -325,7 +328,7 @@ class ChatCall implements Dispatcher.DispatchHandler {
       res.end(answer.text)
       return this.capture(answer.text, answer.usage, null, 200)
     }
-    const error = route!.adapter.error(this.status, text)
+    const error = route!.adapter.error(this.status, text, this.errorHeaders)
     this.answered = true
     sendJson(res, error.status, error.body, { "x-ledger-id": this.ledgerId })
     this.capture(null, null, captureError(error), error.status)

@@ -240,6 +240,8 @@ describe("gateway errors", () => {
           // the provider's own error type is kept where it has one (OpenAI says "requests")
           assertError(limited, 429, { message: new RegExp(`fake .* error 429`) })
           if (prefix !== "openai") assert.strictEqual(limited.body.error.type, "rate_limit_error")
+          // Bedrock names the error in its x-amzn-errortype header
+          if (prefix === "bedrock") assert.strictEqual(limited.body.error.code, "ThrottlingException")
           const streamed = yield* post(stack, chat(`${prefix}/${model}`, "[[error:503]] down", { stream: true }))
           assertError(streamed, 503, { message: /503/ })
           for (const answer of [limited, streamed]) {

@@ -405,6 +405,10 @@ describe("Bedrock requests", () => {
   it("map error bodies with the error type as code", () => {
     expect(adapterFor("bedrock").error(429, '{"message":"Too many tokens","__type":"com.amazon.coral#ThrottlingException"}'))
       .toEqual({ status: 429, body: { error: { message: "Too many tokens", type: "rate_limit_error", param: null, code: "ThrottlingException" } } })
+    // HTTP errors name the type in a header (where the AWS SDKs read it), not in the body
+    expect(adapterFor("bedrock").error(400, '{"message":"Malformed input request"}', {
+      "x-amzn-errortype": "ValidationException:http://internal.amazon.com/coral/com.amazon.bedrock/"
+    })).toEqual({ status: 400, body: { error: { message: "Malformed input request", type: "invalid_request_error", param: null, code: "ValidationException" } } })
   })
 
   describe("event-stream decoding", () => {

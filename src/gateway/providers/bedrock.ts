@@ -172,11 +172,21 @@ const STATUS_BY_EXCEPTION: Record<string, number> = {
   serviceUnavailableException: 503
 }
 
-/** `{"message": ...}`; the error type, when the body names it, as `__type` (`...#ThrottlingException`). */
+/** `ThrottlingException`, from `ThrottlingException:http://…` (the header) or `com.amazon.coral#ThrottlingException` (`__type`). */
+const exceptionName = (value: string) => {
+  const colon = value.indexOf(":")
+  const name = colon === -1 ? value : value.slice(0, colon)
+  return name.slice(name.lastIndexOf("#") + 1) || null
+}
+
+/**
+ * `{"message": ...}`; the error type as Bedrock names it: the `x-amzn-errortype` header of HTTP errors (where the
+ * AWS SDKs read it), `__type` in the body, or the exception type of a stream event.
+ */
 const bedrockError = (status: number, bodyText: string, type?: string): ProviderError => {
   const body = parseJsonBody(bodyText)
   const message = body?.message ?? body?.Message
-  const code = type ?? (typeof body?.__type === "string" ? body.__type.slice(body.__type.lastIndexOf("#") + 1) : null)
+  const code = type ?? (typeof body?.__type === "string" ? exceptionName(body.__type) : null)
   return providerError(
     status,
     typeof message === "string" && message ? message : fallbackMessage(status, body, bodyText),
@@ -306,5 +316,8 @@ export const bedrock: ProviderAdapter = {
   },
   response,
   stream,
-  error: (status, bodyText) => bedrockError(status, bodyText)
+  error: (status, bodyText, headers) => {
+    const header = headers?.["x-amzn-errortype"]
+    return bedrockError(status, bodyText, typeof header === "string" ? exceptionName(header) ?? undefined : undefined)
+  }
 }

@@ -73,14 +73,17 @@ export interface StreamTranslator {
   assembled(): StreamAnswer
 }
 
+/** Response headers of the upstream, as undici gives them (lower-case names). */
+export type UpstreamHeaders = Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
+
 export interface ProviderAdapter {
   /** Builds the upstream HTTP request. Throws `UnsupportedRequest` for input the provider cannot take. */
   prepare(request: ChatRequest, ctx: CallContext): UpstreamRequest
   /** Translates a successful (2xx) non-streamed upstream body; may throw on a body that is not the provider's JSON (answer 502). */
   response(bodyText: string, ctx: CallContext): Answer
   stream(ctx: CallContext): StreamTranslator
-  /** Maps a non-2xx upstream body to the chat-completions error shape, keeping the status. */
-  error(status: number, bodyText: string): ProviderError
+  /** Maps a non-2xx upstream answer to the chat-completions error shape, keeping the status (some providers name the error in a header). */
+  error(status: number, bodyText: string, headers?: UpstreamHeaders): ProviderError
 }
 
 /** A request the provider cannot take (e.g. an image URL where only inline bytes are accepted): a 400 for the caller. */
