@@ -25,7 +25,7 @@ import { DONE_FRAME } from "./providers/stream.ts"
 import type { CallContext, ChatRequest, ProviderError, StreamTranslator, UpstreamHeaders } from "./providers/index.ts"
 import { UnsupportedRequest } from "./providers/index.ts"
 import type { ProviderRoute, ProviderRoutes } from "./routing.ts"
-import type { Upstreams } from "./Upstreams.ts"
+import { connectTimeoutMs, type Upstreams } from "./Upstreams.ts"
 import { uuidv7 } from "./uuidv7.ts"
 
 /** Longest `agent_id`, `agent_name` or `execution_id` accepted. */
@@ -46,9 +46,6 @@ const SSE_HEADERS = {
   "cache-control": "no-cache",
   "x-accel-buffering": "no"
 }
-
-/** Undici errors that mean the provider took too long (504) rather than failed (502). */
-const TIMEOUT_CODES = new Set(["UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT", "UND_ERR_CONNECT_TIMEOUT"])
 
 /** The reason an upstream request is aborted when its caller goes away. */
 class CallerGone extends Error {
@@ -253,7 +250,7 @@ class ChatCall implements Dispatcher.DispatchHandler {
       if (cause instanceof UnsupportedRequest) return this.refuse({ status: cause.status, body: cause.body })
       return this.refuse(gatewayError(
         400,
-        `the request could not be translated for ${call.route.name}: ${(cause as Error).message}`,
+        `the request could not be translated for ${call.route.name} (are the messages and tools in the chat-completions shape?): ${(cause as Error).message}`,
         "invalid_request"
       ))
     }
@@ -338,11 +335,15 @@ class ChatCall implements Dispatcher.DispatchHandler {
     this.upstreamEnd = performance.now()
     if (this.aborted || error instanceof CallerGone) return this.abandoned()
     const name = this.route!.name
-    const timedOut = TIMEOUT_CODES.has(errorCode(error) ?? "")
+    const code = errorCode(error)
+    const timeout = this.deps.settings.upstreamTimeoutMs
+    // undici's timeouts mean the provider took too long (504) rather than failed (502)
     this.upstreamFailed(
-      timedOut
-        ? gatewayError(504, `provider ${name} did not answer within ${this.deps.settings.upstreamTimeoutMs} ms`, "upstream_timeout", null, "timeout_error")
-        : gatewayError(502, `provider ${name} could not be reached: ${errorCode(error) ?? error.message}`, "upstream_unavailable", null, "api_error")
+      code === "UND_ERR_CONNECT_TIMEOUT"
+        ? gatewayError(504, `provider ${name} could not be connected to within ${connectTimeoutMs(timeout)} ms`, "upstream_timeout", null, "timeout_error")
+        : code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_BODY_TIMEOUT"
+        ? gatewayError(504, `provider ${name} did not answer within ${timeout} ms`, "upstream_timeout", null, "timeout_error")
+        : gatewayError(502, `provider ${name} could not be reached: ${code ?? error.message}`, "upstream_unavailable", null, "api_error")
     )
   }
 

@@ -8,7 +8,7 @@ import { CapturePublisher } from "../capture/CapturePublisher.ts"
 import { LedgerConfig } from "../config/LedgerConfig.ts"
 import { chatCompletions } from "./ChatCompletions.ts"
 import { gatewayAuth } from "./GatewayAuth.ts"
-import { GatewayRoutes, type RouteHandler, sendJson } from "./GatewayServer.ts"
+import { CHAT_COMPLETIONS, GatewayRoutes, type RouteHandler, sendJson } from "./GatewayServer.ts"
 import { gatewayMetrics } from "./GatewayMetrics.ts"
 import { providerRoutes } from "./routing.ts"
 import { Upstreams } from "./Upstreams.ts"
@@ -54,7 +54,7 @@ export const GatewayRoutesLive = Layer.effect(
         (error) => sendJson(res, error.status, error.body)
       )
     return new Map<string, RouteHandler>([
-      ["POST /v1/chat/completions", chatCompletions(deps)],
+      [CHAT_COMPLETIONS, chatCompletions(deps)],
       ["GET /v1/models", listModels]
     ])
   })

@@ -13,10 +13,14 @@ import { Health } from "../ops/Health.ts"
 import { gatewayMetrics } from "./GatewayMetrics.ts"
 import { providerError } from "./providers/errors.ts"
 import type { ProviderError } from "./providers/types.ts"
+import { uuidv7 } from "./uuidv7.ts"
 
 /** How long shutdown waits for calls in flight (streams can run for minutes) before cutting them. */
 const SHUTDOWN_GRACE_MS = 30_000
 const SWEEP_MS = 100
+
+/** The route whose calls become decisions: its handler mints the ledger id itself. */
+export const CHAT_COMPLETIONS = "POST /v1/chat/completions"
 
 export type RouteHandler = (req: Http.IncomingMessage, res: Http.ServerResponse) => void
 
@@ -82,6 +86,8 @@ export class GatewayServer extends Context.Service<GatewayServer, { readonly por
         // unknown paths share one label: metric series must not grow with what callers send
         const label = route !== undefined ? key : "other"
         res.once("close", () => metrics.request(label, res.statusCode, performance.now() - t0))
+        // every answer of the API surface carries an id; chat completions mint their own (the decision's ledger_id)
+        if (key !== CHAT_COMPLETIONS && path.startsWith("/v1/")) res.setHeader("x-ledger-id", uuidv7(Date.now()))
         if (route !== undefined) return route(req, res)
         const allowed = paths.get(path)
         if (allowed !== undefined) {

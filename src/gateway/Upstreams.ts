@@ -9,6 +9,7 @@ import { LedgerConfig } from "../config/LedgerConfig.ts"
 
 /** Connecting is quick or it is not happening; a slow answer is bounded by the upstream timeout instead. */
 const CONNECT_TIMEOUT_MS = 10_000
+export const connectTimeoutMs = (upstreamTimeoutMs: number) => Math.min(CONNECT_TIMEOUT_MS, upstreamTimeoutMs)
 /** idle keep-alive sockets are closed after this (unless the provider's keep-alive hint says otherwise) */
 const KEEP_ALIVE_MS = 30_000
 const CLOSE_TIMEOUT_MS = 5_000
@@ -24,7 +25,7 @@ export class Upstreams extends Context.Service<Upstreams, {
       const pools = new Map<string, Pool>()
       const options: Pool.Options = {
         connections: config.upstreamConnections,
-        connectTimeout: Math.min(CONNECT_TIMEOUT_MS, config.upstreamTimeoutMs),
+        connectTimeout: connectTimeoutMs(config.upstreamTimeoutMs),
         headersTimeout: config.upstreamTimeoutMs,
         bodyTimeout: config.upstreamTimeoutMs,
         keepAliveTimeout: KEEP_ALIVE_MS

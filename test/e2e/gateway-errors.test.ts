@@ -4,7 +4,7 @@
  * are not (refused before: auth, validation, size).
  */
 import { assert, describe, it, layer } from "@effect/vitest"
-import { Context, Effect, Layer, Option } from "effect"
+import { Context, Effect, Layer, Option, Redacted } from "effect"
 import * as Http from "node:http"
 import * as Net from "node:net"
 import type { AddressInfo } from "node:net"
@@ -12,6 +12,8 @@ import OpenAI from "openai"
 import type { Capture } from "../../src/domain/capture.ts"
 import { MAX_ID_LENGTH } from "../../src/gateway/ChatCompletions.ts"
 import { COMPAT_UPSTREAM, type GatewayStack, gatewayStack } from "../support/gateway-stack.ts"
+import { testDatabase } from "../support/db.ts"
+import { pgProxy } from "../support/pg-proxy.ts"
 import { freePort } from "../support/ports.ts"
 
 const PROVIDER_KEY = "sk-provider-errors"
@@ -81,32 +83,41 @@ const assertNotCaptured = (stack: GatewayStack, answers: ReadonlyArray<Answer>) 
     }
   })
 
-/** A provider that answers one chunk of a stream and then says nothing more. */
-const stallingUpstream = Effect.acquireRelease(
-  Effect.promise(() =>
-    new Promise<Http.Server>((resolve) => {
-      const server = Http.createServer((req, res) => {
-        req.resume()
-        res.writeHead(200, { "content-type": "text/event-stream" })
-        res.write(`data: ${JSON.stringify({ id: "c1", object: "chat.completion.chunk", created: 1, model: "m", choices: [{ index: 0, delta: { role: "assistant", content: "Partial " }, finish_reason: null }] })}\n\n`)
+/** A local HTTP server standing in for a misbehaving provider; closed with the scope. */
+const upstreamServer = (handler: Http.RequestListener) =>
+  Effect.acquireRelease(
+    Effect.promise(() =>
+      new Promise<Http.Server>((resolve) => {
+        const server = Http.createServer(handler)
+        server.listen(0, "127.0.0.1", () => resolve(server))
       })
-      server.listen(0, "127.0.0.1", () => resolve(server))
-    })
-  ),
-  (server) => Effect.sync(() => server.closeAllConnections())
-)
+    ),
+    (server) => Effect.sync(() => server.closeAllConnections())
+  ).pipe(Effect.map((server) => `http://127.0.0.1:${(server.address() as AddressInfo).port}`))
+
+/** Starts an OpenAI-wire stream with one chunk, then calls `then` with the response. */
+const firstChunk = (then: (res: Http.ServerResponse) => void): Http.RequestListener => (req, res) => {
+  req.resume()
+  res.writeHead(200, { "content-type": "text/event-stream" })
+  res.write(`data: ${JSON.stringify({ id: "c1", object: "chat.completion.chunk", created: 1, model: "m", choices: [{ index: 0, delta: { role: "assistant", content: "Partial " }, finish_reason: null }] })}\n\n`)
+  then(res)
+}
 
 class Stack extends Context.Service<Stack, GatewayStack>()("test/ErrorsStack") {}
 const StackLive = Layer.effect(
   Stack,
   Effect.gen(function*() {
-    const stalling = yield* stallingUpstream
+    // one chunk, then silence
+    const stalling = yield* upstreamServer(firstChunk(() => undefined))
+    // one chunk, then the connection dropped
+    const resetting = yield* upstreamServer(firstChunk((res) => setTimeout(() => res.socket?.destroy(), 50)))
     const closedPort = yield* Effect.promise(freePort)
     return yield* gatewayStack({
       settings: { gatewayMaxBodyBytes: MAX_BODY, upstreamTimeoutMs: TIMEOUT_MS },
       upstreams: [
         { name: "down", baseUrl: `http://127.0.0.1:${closedPort}/v1` },
-        { name: "stalling", baseUrl: `http://127.0.0.1:${(stalling.address() as AddressInfo).port}/v1` }
+        { name: "stalling", baseUrl: `${stalling}/v1` },
+        { name: "resetting", baseUrl: `${resetting}/v1` }
       ]
     })
   })
@@ -129,8 +140,12 @@ describe("gateway errors", () => {
         assertError(unknown, 401, { code: "invalid_api_key", message: /unknown token/ })
         const garbage = yield* post(stack, body, { headers: { authorization: "Basic abc" } })
         assertError(garbage, 401, { code: "missing_api_key" })
-        const models = yield* Effect.promise(() => fetch(`${stack.baseURL}/models`, { headers: { authorization: `Bearer ${stack.pat}` } }))
-        assert.strictEqual(models.status, 401)
+        const models = yield* Effect.promise(async () => {
+          const res = await fetch(`${stack.baseURL}/models`, { headers: { authorization: `Bearer ${stack.pat}` } })
+          return { status: res.status, body: await res.json(), ledgerId: res.headers.get("x-ledger-id"), headers: res.headers }
+        })
+        assertError(models, 401, { type: "authentication_error", code: "invalid_api_key", message: /Gateway Key is required/ })
+        assert.isNotNull(models.ledgerId)
         yield* assertNotCaptured(stack, [none, pat, again, unknown, garbage])
       }))
 
@@ -195,6 +210,18 @@ describe("gateway errors", () => {
         assertError(answer, 400, { code: "unsupported_for_provider", message: /base64/ })
         assert.strictEqual(answer.body.error.param, "messages[0].content[0].image_url")
         yield* assertNotCaptured(stack, [answer])
+      }))
+
+    it.effect("400: messages the provider's translation cannot read (content neither text nor parts)", () =>
+      Effect.gen(function*() {
+        const stack = yield* Stack
+        const answers: Array<Answer> = []
+        for (const model of ["anthropic/claude-haiku-4-5", "gemini/gemini-2.5-flash", "bedrock/amazon.nova-lite-v1:0"]) {
+          const answer = yield* post(stack, { model, messages: [{ role: "user", content: 42 }] })
+          assertError(answer, 400, { type: "invalid_request_error", code: "invalid_request", message: new RegExp(`could not be translated for ${model.split("/")[0]}`) })
+          answers.push(answer)
+        }
+        yield* assertNotCaptured(stack, answers)
       }))
 
     it.effect("413: a body over the limit, declared or streamed without a length", () =>
@@ -307,6 +334,22 @@ describe("gateway errors", () => {
         assert.strictEqual(JSON.parse(capture.response!).choices[0].message.content, "Partial ")
       }))
 
+    it.effect("mid-stream: a provider that drops the connection ends the stream with an error event (502), captured with the partial answer", () =>
+      Effect.gen(function*() {
+        const stack = yield* Stack
+        const answer = yield* post(stack, chat("resetting/m", "hello", { stream: true }))
+        assert.strictEqual(answer.status, 200)
+        const events = (answer.body as string).split("\n\n").filter((event) => event.startsWith("data: "))
+        assert.include(events[0], "Partial ")
+        const last = JSON.parse(events.at(-1)!.slice(6))
+        assert.deepInclude(last.error, { type: "api_error", code: "upstream_unavailable" })
+        assert.match(last.error.message, /provider resetting could not be reached/)
+        const capture = yield* stack.capture(answer.ledgerId!)
+        assert.strictEqual(capture.status, 200)
+        assert.deepInclude(capture.error!, { status: 502, code: "upstream_unavailable" })
+        assert.strictEqual(JSON.parse(capture.response!).choices[0].message.content, "Partial ")
+      }))
+
     it.effect("mid-stream provider errors reach the openai client as an APIError and are captured", () =>
       Effect.gen(function*() {
         const stack = yield* Stack
@@ -382,7 +425,7 @@ describe("gateway errors", () => {
         assert.strictEqual(after.status, 200)
       }))
 
-    it.effect("404 unknown route, 405 wrong method, both in the error shape", () =>
+    it.effect("404 unknown route, 405 wrong method, both in the error shape and with an x-ledger-id", () =>
       Effect.gen(function*() {
         const stack = yield* Stack
         const missing = yield* Effect.promise(() => fetch(`${stack.baseURL}/embeddings`, { method: "POST" }))
@@ -390,8 +433,41 @@ describe("gateway errors", () => {
         assertError({ status: missing.status, body: yield* Effect.promise(() => missing.json()), ledgerId: null, headers: missing.headers }, 404, { code: "not_found" })
         assertError({ status: wrong.status, body: yield* Effect.promise(() => wrong.json()), ledgerId: null, headers: wrong.headers }, 405, { code: "method_not_allowed" })
         assert.strictEqual(wrong.headers.get("allow"), "POST")
+        // every /v1 answer carries an id (these name no decision)
+        for (const answer of [missing, wrong]) assert.match(answer.headers.get("x-ledger-id") ?? "", /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/)
       }))
   })
+
+  it.live("502 for a 2xx answer that is not the provider's (captured); 503 while the credential store is away", () =>
+    Effect.gen(function*() {
+      // a captive portal or misrouted proxy where the provider should be
+      const portal = yield* upstreamServer((req, res) => {
+        req.resume()
+        res.writeHead(200, { "content-type": "text/html" })
+        res.end("<html>Welcome to the hotel network</html>")
+      })
+      const proxy = yield* pgProxy((yield* testDatabase).url)
+      const stack = yield* gatewayStack({
+        stream: "memory",
+        settings: (defaults) => ({
+          databaseUrl: Option.some(Redacted.make(proxy.url)),
+          providers: { ...defaults.providers, anthropicBaseUrl: portal }
+        })
+      })
+      const garbled = yield* post(stack, chat("anthropic/claude-haiku-4-5"))
+      assertError(garbled, 502, { type: "api_error", code: "bad_upstream_response", message: /provider anthropic returned an answer that could not be read/ })
+      assert.deepInclude(yield* stack.capture(garbled.ledgerId!), { status: 502, response: null })
+
+      // a key the gateway has no cached verdict for cannot be checked while the database is away: 503, not 401
+      const unseen = { authorization: `Bearer ldg_gw_${"y".repeat(43)}` }
+      yield* proxy.stop
+      const away = yield* post(stack, chat("openai/gpt-4o"), { headers: unseen })
+      assertError(away, 503, { type: "api_error", code: "service_unavailable", message: /credential store is unavailable/ })
+      yield* proxy.start
+      const back = yield* post(stack, chat("openai/gpt-4o"), { headers: unseen })
+      assertError(back, 401, { code: "invalid_api_key" })
+      yield* assertNotCaptured(stack, [away, back])
+    }), { timeout: 60_000 })
 
   it.live("400: a provider prefix that exists but is not configured says what to set", () =>
     Effect.gen(function*() {

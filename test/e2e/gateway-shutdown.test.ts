@@ -1,7 +1,8 @@
 /**
  * `ledger serve --roles gateway` as a real process, stopped with SIGTERM while Redis is unreachable: calls in
  * flight are finished, the capture queue is spooled to `<dataDir>/spool/`, and the next start replays the spool
- * into the stream (DESIGN §3 promise 2, "on shutdown the queue is drained or spooled").
+ * into the stream (DESIGN §3 promise 2, "on shutdown the queue is drained or spooled"). Neither the Gateway Key nor
+ * the provider key appears in what the processes log.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, Layer, Option, Redacted } from "effect"
@@ -22,6 +23,8 @@ interface Gateway {
   readonly url: string
   /** SIGTERM, then the exit code */
   readonly stop: Effect.Effect<number | null>
+  /** what the process has logged so far */
+  readonly stderr: () => string
 }
 
 /** Runs the CLI's gateway role; killed with the scope if the test did not stop it. */
@@ -53,7 +56,7 @@ const startGateway = (env: Record<string, string>) =>
           child.kill("SIGTERM")
         })
       )
-      return { child, gateway: { url, stop } satisfies Gateway }
+      return { child, gateway: { url, stop, stderr: () => stderr } satisfies Gateway }
     }),
     ({ child }) => Effect.sync(() => child.exitCode === null && child.kill("SIGKILL"))
   ).pipe(Effect.map(({ gateway }) => gateway))
@@ -85,14 +88,16 @@ describe("gateway process shutdown", () => {
         LEDGER_DATA_DIR: dataDir,
         LEDGER_OPENAI_BASE_URL: fake.baseUrls.openai,
         LEDGER_ANTHROPIC_BASE_URL: fake.baseUrls.anthropic,
-        LEDGER_LOG_LEVEL: "warn"
+        // everything logged, to show that no key is
+        LEDGER_LOG_LEVEL: "debug"
       }
-      const call = (gateway: Gateway, content: string) =>
+      const providerKey = "sk-provider-never-logged-7f3a"
+      const call = (gateway: Gateway, content: string, model = "openai/gpt-4o") =>
         Effect.promise(async () => {
           const res = await fetch(`${gateway.url}/v1/chat/completions?agent_id=agent-shutdown`, {
             method: "POST",
-            headers: { authorization: `Bearer ${boot.gateway_key}`, "content-type": "application/json", "x-service-provider-api-key": "sk" },
-            body: JSON.stringify({ model: "openai/gpt-4o", messages: [{ role: "user", content }] })
+            headers: { authorization: `Bearer ${boot.gateway_key}`, "content-type": "application/json", "x-service-provider-api-key": providerKey },
+            body: JSON.stringify({ model, messages: [{ role: "user", content }] })
           })
           await res.text()
           return { status: res.status, ledgerId: res.headers.get("x-ledger-id")! }
@@ -101,6 +106,8 @@ describe("gateway process shutdown", () => {
       const first = yield* startGateway(env)
       yield* proxy.stop
       const answered = yield* Effect.forEach(Array.from({ length: 20 }, (_, i) => i), (i) => call(first, `quick ${i}`), { concurrency: 4 })
+      // a provider error and a translated provider, for the logs below
+      answered.push(yield* call(first, "[[error:429]] too fast"), yield* call(first, "hello", "anthropic/claude-haiku-4-5"))
       // one call still waiting on its provider when SIGTERM arrives
       const slow = yield* Effect.forkChild(call(first, "[[slow:600]] finish me"))
       yield* Effect.sleep(150)
@@ -111,7 +118,7 @@ describe("gateway process shutdown", () => {
       assert.include([0, 130], code, "clean exit")
       assert.isBelow(Date.now() - stopping, 10_000, "shutdown does not wait for idle keep-alive connections")
       assert.strictEqual(last.status, 200, "the in-flight call was finished")
-      for (const answer of answered) assert.strictEqual(answer.status, 200)
+      assert.deepStrictEqual(answered.map((answer) => answer.status), [...Array(20).fill(200), 429, 200])
       const ids = [...answered.map((answer) => answer.ledgerId), last.ledgerId]
       assert.strictEqual(readSpoolStats(dataDir).entries, ids.length, "every capture spooled on shutdown")
 
@@ -127,5 +134,11 @@ describe("gateway process shutdown", () => {
       assert.deepStrictEqual([...published].sort(), [...ids].sort(), "replayed into the stream, once each")
       assert.deepStrictEqual(readSpoolStats(dataDir), { entries: 0, bytes: 0 })
       assert.include([0, 130], yield* second.stop)
+      // neither key appears in anything either process logged (at debug level, Redis away and back, a provider error)
+      for (const gateway of [first, second]) {
+        assert.isAbove(gateway.stderr().length, 0)
+        assert.notInclude(gateway.stderr(), providerKey)
+        assert.notInclude(gateway.stderr(), boot.gateway_key)
+      }
     }), { timeout: 90_000 })
 })

@@ -301,6 +301,21 @@ describe("gateway with the openai client", () => {
   })
 })
 
+/** Reads a streamed answer until it has more than `words` words, then aborts the call (the caller goes away). */
+const readThenLeave = (stream: AsyncIterable<OpenAI.ChatCompletionChunk>, controller: AbortController, words: number) =>
+  Effect.promise(async () => {
+    let received = ""
+    try {
+      for await (const chunk of stream) {
+        received += chunk.choices[0]?.delta.content ?? ""
+        if (received.split(" ").length > words) controller.abort()
+      }
+    } catch {
+      // the client raises on abort
+    }
+    return received
+  })
+
 describe("gateway streaming to a caller that goes away", () => {
   it.live("the upstream request is aborted and the partial answer is captured (aborted: true)", () =>
     Effect.gen(function*() {
@@ -337,17 +352,7 @@ describe("gateway streaming to a caller that goes away", () => {
         ).withResponse()
       )
       const ledgerId = response.headers.get("x-ledger-id")!
-      let received = ""
-      yield* Effect.promise(async () => {
-        try {
-          for await (const chunk of stream) {
-            received += chunk.choices[0]?.delta.content ?? ""
-            if (received.split(" ").length > 5) controller.abort()
-          }
-        } catch {
-          // the client raises on abort
-        }
-      })
+      yield* readThenLeave(stream, controller, 5)
       const capture = yield* stack.capture(ledgerId)
       assert.isTrue(capture.aborted)
       assert.strictEqual(capture.status, 200)
@@ -356,6 +361,26 @@ describe("gateway streaming to a caller that goes away", () => {
       assert.isTrue(partial.startsWith("word0 word1 word2"), partial)
       yield* Effect.sleep(50)
       assert.isTrue(upstreamClosed, "the gateway closed the upstream request")
+    }), { timeout: 60_000 })
+
+  it.live("translated streams (anthropic, gemini, bedrock) are captured up to where the caller left", () =>
+    Effect.gen(function*() {
+      // 30 ms between chunks: the caller leaves after three words of a fifteen-word answer
+      const stack = yield* gatewayStack({ stream: "memory", fake: { chunkDelayMs: 30 } })
+      const ask = "list every step of the quarterly close for the finance team in order please"
+      for (const model of ["anthropic/claude-haiku-4-5", "gemini/gemini-2.5-flash", "bedrock/amazon.nova-lite-v1:0"]) {
+        const controller = new AbortController()
+        const { data: stream, response } = yield* Effect.promise(() =>
+          clientFor(stack).chat.completions.create({ model, stream: true, messages: [{ role: "user", content: ask }] }, { signal: controller.signal })
+            .withResponse()
+        )
+        yield* readThenLeave(stream, controller, 3)
+        const capture = yield* stack.capture(response.headers.get("x-ledger-id")!)
+        assert.deepInclude(capture, { aborted: true, status: 200, error: null }, model)
+        const partial = JSON.parse(capture.response!).choices[0].message.content as string
+        assert.isTrue(partial.startsWith("Fake answer to:"), `${model}: ${partial}`)
+        assert.isBelow(partial.length, `Fake answer to: ${ask}`.length, `${model}: the capture holds what had arrived, not the whole answer`)
+      }
     }), { timeout: 60_000 })
 })
 
