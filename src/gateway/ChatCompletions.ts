@@ -420,7 +420,7 @@ class ChatCall implements Dispatcher.DispatchHandler {
       stream: this.ctx!.stream,
       request: this.bodyText!,
       response,
-      error,
+      error: error === null ? null : withoutKey(error, this.ctx!.apiKey),
       status,
       aborted: this.aborted,
       usage,
@@ -440,6 +440,10 @@ const captureError = (error: ProviderError): CaptureError => ({
   code: error.body.error.code,
   message: error.body.error.message
 })
+
+/** A provider may quote the key it was sent in an error message (never stored or logged): the ledger keeps the message without it. */
+const withoutKey = (error: CaptureError, apiKey: string | undefined): CaptureError =>
+  apiKey === undefined || !error.message.includes(apiKey) ? error : { ...error, message: error.message.replaceAll(apiKey, "[provider key]") }
 
 /** The route handler. */
 export const chatCompletions = (deps: ChatDependencies) => (req: Http.IncomingMessage, res: Http.ServerResponse): void =>

@@ -111,13 +111,20 @@ const StackLive = Layer.effect(
     const stalling = yield* upstreamServer(firstChunk(() => undefined))
     // one chunk, then the connection dropped
     const resetting = yield* upstreamServer(firstChunk((res) => setTimeout(() => res.socket?.destroy(), 50)))
+    // refuses the key it was sent, quoting it
+    const quoting = yield* upstreamServer((req, res) => {
+      req.resume()
+      res.writeHead(401, { "content-type": "application/json" })
+      res.end(JSON.stringify({ error: { message: `Incorrect API key provided: ${req.headers.authorization?.slice(7)}`, type: "invalid_request_error", code: "invalid_api_key" } }))
+    })
     const closedPort = yield* Effect.promise(freePort)
     return yield* gatewayStack({
       settings: { gatewayMaxBodyBytes: MAX_BODY, upstreamTimeoutMs: TIMEOUT_MS },
       upstreams: [
         { name: "down", baseUrl: `http://127.0.0.1:${closedPort}/v1` },
         { name: "stalling", baseUrl: `${stalling}/v1` },
-        { name: "resetting", baseUrl: `${resetting}/v1` }
+        { name: "resetting", baseUrl: `${resetting}/v1` },
+        { name: "quoting", baseUrl: `${quoting}/v1` }
       ]
     })
   })
@@ -292,6 +299,16 @@ describe("gateway errors", () => {
         const answer = yield* post(stack, chat("anthropic/claude-haiku-4-5"), { headers: { "x-service-provider-api-key": "" } })
         assertError(answer, 401, { type: "authentication_error", message: /fake anthropic error 401/ })
         assert.strictEqual((yield* stack.capture(answer.ledgerId!)).status, 401)
+      }))
+
+    it.effect("a provider error that quotes the provider key reaches the caller as sent, and is captured without the key", () =>
+      Effect.gen(function*() {
+        const stack = yield* Stack
+        const answer = yield* post(stack, chat("quoting/m"))
+        assertError(answer, 401, { code: "invalid_api_key", message: new RegExp(PROVIDER_KEY) })
+        const capture = yield* stack.capture(answer.ledgerId!)
+        assert.strictEqual(capture.error!.message, "Incorrect API key provided: [provider key]")
+        assert.notInclude(JSON.stringify(capture), PROVIDER_KEY)
       }))
 
     it.effect("502: the upstream cannot be reached (message names the provider); captured", () =>
