@@ -6,4 +6,7 @@ import { Layer } from "effect"
 import { BuilderWorkers, DecisionBuilder } from "../src/builder/DecisionBuilder.ts"
 import { AnalyticsLive } from "./Analytics.ts"
 
-export const BuilderLive = Layer.mergeAll(BuilderWorkers.pipe(Layer.provide(DecisionBuilder.layer)), AnalyticsLive)
+/** The decision builder consumers and their reclaimer alone (tests that drive analytics themselves). */
+export const DecisionBuildersLive = BuilderWorkers.pipe(Layer.provide(DecisionBuilder.layer))
+
+export const BuilderLive = Layer.mergeAll(DecisionBuildersLive, AnalyticsLive)

@@ -12,7 +12,6 @@ import { Context, Effect } from "effect"
 import { parseArgs } from "node:util"
 import { Detectors } from "../../src/analytics/Detectors.ts"
 import { Materializer } from "../../src/analytics/Materializer.ts"
-import { defaultAnalyticsSettings } from "../../src/config/LedgerConfig.ts"
 import { workloadPipeline } from "../workload/pipeline.ts"
 import { planWorkload, type Workload, WORKLOAD_START, type WorkloadCall } from "../workload/scenario.ts"
 
@@ -31,8 +30,7 @@ const REPEATS = Number(values.repeats)
 const letters = (n: number): string => (n < 26 ? "" : letters(Math.floor(n / 26) - 1)) + String.fromCharCode(97 + (n % 26))
 
 const program = Effect.gen(function*() {
-  // the builder role's analytics fibers would take some passes themselves: an hour between their rounds
-  const pipeline = yield* workloadPipeline({ settings: { analytics: { ...defaultAnalyticsSettings, intervalMs: 3_600_000 } } })
+  const pipeline = yield* workloadPipeline()
   const detectors = Context.get(pipeline.stack.context, Detectors)
   const materializer = Context.get(pipeline.stack.context, Materializer)
   const template = planWorkload("planted").calls.find((c) => c.pattern === "low-quality")!

@@ -11,8 +11,7 @@
  */
 import { Context, Effect, Layer, type Scope } from "effect"
 import * as Crypto from "node:crypto"
-import { AnalyticsLive } from "../../layers/Analytics.ts"
-import { BuilderLive } from "../../layers/Builder.ts"
+import { BuilderLive, DecisionBuildersLive } from "../../layers/Builder.ts"
 import { AnalyticsQuery } from "../../src/analytics/AnalyticsQuery.ts"
 import { Detectors } from "../../src/analytics/Detectors.ts"
 import { Materializer } from "../../src/analytics/Materializer.ts"
@@ -27,13 +26,12 @@ import type { Backend } from "../../test/support/stack.ts"
 import { type CallResult, RetimedCaptureStream, runWorkload } from "./run.ts"
 import type { Workload } from "./scenario.ts"
 
-const BuilderRetimed = BuilderLive.pipe(Layer.provide(RetimedCaptureStream))
 const Services = Layer.mergeAll(Materializer.layer, Detectors.layer, AnalyticsQuery.layer).pipe(Layer.provide(ModelCalls.layer))
 
-/** The builder and the analytics services; analytics is driven by `run`. */
-const PipelineLive = Layer.mergeAll(BuilderRetimed, Services)
-/** The same with the analytics fibers running (the builder role as deployed). */
-const PipelineFibersLive = Layer.mergeAll(BuilderRetimed, AnalyticsLive, Services)
+/** The decision builders and the analytics services; analytics is driven by `run`. */
+const PipelineLive = Layer.mergeAll(DecisionBuildersLive.pipe(Layer.provide(RetimedCaptureStream)), Services)
+/** The builder role as deployed (its analytics fibers running), and the services. */
+const PipelineFibersLive = Layer.mergeAll(BuilderLive.pipe(Layer.provide(RetimedCaptureStream)), Services)
 
 export interface WorkloadTenant {
   readonly workload: Workload
