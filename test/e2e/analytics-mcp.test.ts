@@ -11,7 +11,7 @@ import { type WorkloadPipeline, workloadPipeline, type WorkloadTenant } from "..
 import { PARAPHRASE_QUERY, planWorkload, WORKLOAD_START } from "../../bench/workload/scenario.ts"
 import { serveApi } from "../../src/api/ApiServer.ts"
 import { callTool, mcpClient, textOf } from "../support/mcp-client.ts"
-import { freePort } from "../support/ports.ts"
+import { onFreePort } from "../support/ports.ts"
 
 const ANALYTICS_TOOLS = [
   "query_graph",
@@ -34,9 +34,12 @@ class Fixture extends Context.Service<Fixture, {
 const FixtureLive = Layer.effect(
   Fixture,
   Effect.gen(function*() {
-    const port = yield* Effect.promise(freePort)
-    const baseUrl = `http://127.0.0.1:${port}`
-    const pipeline = yield* workloadPipeline({ settings: { apiPort: port, publicUrl: baseUrl }, layer: serveApi(ApiRoutesLive) })
+    const { baseUrl, pipeline } = yield* onFreePort((port) => {
+      const baseUrl = `http://127.0.0.1:${port}`
+      return workloadPipeline({ settings: { apiPort: port, publicUrl: baseUrl }, layer: serveApi(ApiRoutesLive) }).pipe(
+        Effect.map((pipeline) => ({ baseUrl, pipeline }))
+      )
+    })
     const planted = yield* pipeline.run(planWorkload("planted"), "planted")
     const control = yield* pipeline.run(planWorkload("control"), "control")
     return {

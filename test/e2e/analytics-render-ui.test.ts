@@ -16,7 +16,7 @@ import { serveApi } from "../../src/api/ApiServer.ts"
 import { count, mountApp, settle, text } from "../support/app-host.ts"
 import { launchBrowser, screenshot } from "../support/browser.ts"
 import { callTool, mcpClient, textOf } from "../support/mcp-client.ts"
-import { freePort } from "../support/ports.ts"
+import { onFreePort } from "../support/ports.ts"
 
 class Host extends Context.Service<Host, {
   readonly client: Client
@@ -28,9 +28,12 @@ class Host extends Context.Service<Host, {
 const HostLive = Layer.effect(
   Host,
   Effect.gen(function*() {
-    const port = yield* Effect.promise(freePort)
-    const baseUrl = `http://127.0.0.1:${port}`
-    const pipeline = yield* workloadPipeline({ settings: { apiPort: port, publicUrl: baseUrl }, layer: serveApi(ApiRoutesLive) })
+    const { baseUrl, pipeline } = yield* onFreePort((port) => {
+      const baseUrl = `http://127.0.0.1:${port}`
+      return workloadPipeline({ settings: { apiPort: port, publicUrl: baseUrl }, layer: serveApi(ApiRoutesLive) }).pipe(
+        Effect.map((pipeline) => ({ baseUrl, pipeline }))
+      )
+    })
     const planted = yield* pipeline.run(planWorkload("planted"), "render")
     const client = yield* mcpClient(baseUrl, {
       token: planted.pat,

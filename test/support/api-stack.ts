@@ -20,7 +20,7 @@ import { LedgerConfig, type LedgerSettings } from "../../src/config/LedgerConfig
 import type { MemberRole, Principal } from "../../src/domain/principal.ts"
 import { Health } from "../../src/ops/Health.ts"
 import { Credentials } from "../../src/store/Credentials.ts"
-import { freePort } from "./ports.ts"
+import { onFreePort } from "./ports.ts"
 import { type Backend, backendSettings } from "./stack.ts"
 
 export interface ApiStackOptions {
@@ -54,12 +54,6 @@ export class ApiStack extends Context.Service<ApiStack, ApiStackInfo>()("test/su
 
 export const apiStack = (options: ApiStackOptions = {}): Effect.Effect<ApiStackInfo, unknown, Scope.Scope> =>
   Effect.gen(function*() {
-    const port = yield* Effect.promise(freePort)
-    const settings = yield* backendSettings(options.backend ?? "postgres", {
-      apiPort: port,
-      publicUrl: `http://127.0.0.1:${port}`,
-      ...options.settings
-    })
     const onLog = options.onLog
     const logging = Layer.mergeAll(
       Layer.succeed(References.MinimumLogLevel, options.logLevel ?? "Warn"),
@@ -70,13 +64,20 @@ export const apiStack = (options: ApiStackOptions = {}): Effect.Effect<ApiStackI
         Logger.defaultLogger
       ])
     )
-    const core = Health.layer.pipe(
-      Layer.provideMerge(Layer.mergeAll(StoreLive, MemoryCaptureStream.layer)),
-      Layer.provideMerge(LedgerConfig.layerFrom(settings))
-    )
-    const context = yield* Layer.build(
-      serveApi(ApiRoutesLive).pipe(Layer.provideMerge(core), Layer.provide(logging))
-    )
+    // the port is chosen before the server binds it: the issuer URL names it
+    const { context, port, settings } = yield* onFreePort((port) => Effect.gen(function*() {
+      const settings = yield* backendSettings(options.backend ?? "postgres", {
+        apiPort: port,
+        publicUrl: `http://127.0.0.1:${port}`,
+        ...options.settings
+      })
+      const core = Health.layer.pipe(
+        Layer.provideMerge(Layer.mergeAll(StoreLive, MemoryCaptureStream.layer)),
+        Layer.provideMerge(LedgerConfig.layerFrom(settings))
+      )
+      const context = yield* Layer.build(serveApi(ApiRoutesLive).pipe(Layer.provideMerge(core), Layer.provide(logging)))
+      return { context, port, settings }
+    }))
     const member = options.member ?? {}
     const boot = yield* Credentials.use((credentials) =>
       credentials.bootstrap({
