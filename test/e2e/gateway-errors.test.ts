@@ -469,11 +469,15 @@ describe("gateway errors", () => {
         settings: (defaults) => ({
           databaseUrl: Option.some(Redacted.make(proxy.url)),
           providers: { ...defaults.providers, anthropicBaseUrl: portal }
-        })
+        }),
+        upstreams: [{ name: "portal", baseUrl: `${portal}/v1` }]
       })
-      const garbled = yield* post(stack, chat("anthropic/claude-haiku-4-5"))
-      assertError(garbled, 502, { type: "api_error", code: "bad_upstream_response", message: /provider anthropic returned an answer that could not be read/ })
-      assert.deepInclude(yield* stack.capture(garbled.ledgerId!), { status: 502, response: null })
+      // a translated provider (its answer is parsed) and a relayed one (only its first character is looked at)
+      for (const provider of ["anthropic", "portal"]) {
+        const garbled = yield* post(stack, chat(`${provider}/model`))
+        assertError(garbled, 502, { type: "api_error", code: "bad_upstream_response", message: new RegExp(`provider ${provider} returned an answer that could not be read`) })
+        assert.deepInclude(yield* stack.capture(garbled.ledgerId!), { status: 502, response: null })
+      }
 
       // a key the gateway has no cached verdict for cannot be checked while the database is away: 503, not 401
       const unseen = { authorization: `Bearer ldg_gw_${"y".repeat(43)}` }

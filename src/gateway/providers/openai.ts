@@ -171,6 +171,16 @@ const editedBody = (text: string, request: ChatRequest, ctx: CallContext): strin
   return body
 }
 
+/** Whether the first character after any whitespace is `{`. */
+const opensObject = (text: string): boolean => {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (c === 0x7b) return true
+    if (c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09) return false
+  }
+  return false
+}
+
 /** The adapter of a provider speaking the chat-completions wire format at `endpoint`. */
 export const openAIWire = (endpoint: OpenAIWireEndpoint): ProviderAdapter => ({
   prepare(request: ChatRequest, ctx: CallContext) {
@@ -190,8 +200,12 @@ export const openAIWire = (endpoint: OpenAIWireEndpoint): ProviderAdapter => ({
   },
 
   // Relayed as received, not parsed: the usage stays in the answer for the builder (captureUsage). Parsing it
-  // here cost ~5 % of the gateway's CPU per call (bench/RESULTS.md, "Gateway").
-  response: (bodyText: string): Answer => ({ text: bodyText, usage: null }),
+  // here cost ~5 % of the gateway's CPU per call (bench/RESULTS.md, "Gateway"). Only its first character is
+  // checked: a page from a proxy or portal in the provider's place is a 502, not an answer.
+  response: (bodyText: string): Answer => {
+    if (!opensObject(bodyText)) throw new Error("the answer is not a JSON object")
+    return { text: bodyText, usage: null }
+  },
 
   stream: (ctx: CallContext) => new OpenAIWireStream(ctx),
 
