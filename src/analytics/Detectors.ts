@@ -448,20 +448,19 @@ const sessionRules = (fresh: ReadonlyArray<NewDecision>) =>
 const idleRule = Effect.gen(function*() {
   const sql = yield* ScopedSql
   const rule = RULES.idle_agent
-  const rows = yield* sql<{ agent_id: string; last_seen_at: Date; now: Date; recent: number }>`
+  // one statement for every idle agent (each pass re-reports them, with the idle time so far)
+  const rows = yield* sql<{ agent_id: string; last_seen_at: Date; now: Date; recent: number; ledger_id: string; session_id: string }>`
     WITH clock AS (SELECT max(created_at) AS now FROM decision_search)
-    SELECT a.agent_id, a.last_seen_at, clock.now,
-      (SELECT count(*) FROM decisions d WHERE d.agent_id = a.agent_id
-        AND d.created_at > a.last_seen_at - ${`${rule.lookback_days} days`}::interval)::int AS recent
-    FROM agents a, clock
-    WHERE a.last_seen_at <= clock.now - ${`${rule.idle_hours} hours`}::interval`
+    SELECT a.agent_id, a.last_seen_at, clock.now, r.recent, l.ledger_id::text AS ledger_id, l.session_id::text AS session_id
+    FROM agents a CROSS JOIN clock
+    CROSS JOIN LATERAL (SELECT count(*)::int AS recent FROM decisions d WHERE d.agent_id = a.agent_id
+      AND d.created_at > a.last_seen_at - ${`${rule.lookback_days} days`}::interval) r
+    CROSS JOIN LATERAL (SELECT d.ledger_id, d.session_id FROM decisions d WHERE d.agent_id = a.agent_id
+      ORDER BY d.created_at DESC, d.ledger_id DESC LIMIT 1) l
+    WHERE a.last_seen_at <= clock.now - ${`${rule.idle_hours} hours`}::interval AND r.recent >= ${rule.min_decisions}`
   const findings: Array<Finding> = []
   for (const row of rows) {
-    if (row.recent < rule.min_decisions) continue
     const idleHours = round((row.now.getTime() - row.last_seen_at.getTime()) / HOUR_MS, 1)
-    const last = yield* sql<{ ledger_id: string; session_id: string }>`
-      SELECT ledger_id::text AS ledger_id, session_id::text AS session_id FROM decisions WHERE agent_id = ${row.agent_id}
-      ORDER BY created_at DESC, ledger_id DESC LIMIT 1`
     findings.push({
       type: "idle_agent",
       dedupKey: `idle_agent:${row.agent_id}:${row.last_seen_at.toISOString()}`,
@@ -478,7 +477,8 @@ const idleRule = Effect.gen(function*() {
       windowStart: row.last_seen_at,
       windowEnd: row.now,
       agentIds: [row.agent_id],
-      ...links(last)
+      sessionIds: [row.session_id],
+      ledgerIds: [row.ledger_id]
     })
   }
   return findings

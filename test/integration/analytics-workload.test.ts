@@ -72,6 +72,9 @@ describe("analytics on a planted workload and a clean control", () => {
 
         const idle = of("idle_agent")
         assert.deepStrictEqual(idle.agent_ids, ["legacy-sync"])
+        // linked to the agent's last decision
+        const legacy = planted.results.filter((r) => r.call.agent_id === "legacy-sync").sort((a, b) => a.call.at - b.call.at)
+        assert.deepStrictEqual(idle.ledger_ids, [legacy.at(-1)!.ledger_id])
 
         // every insight states the rule it applied
         for (const insight of insights) assert.isString(insight.evidence.rule, insight.type)
