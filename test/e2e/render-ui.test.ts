@@ -169,9 +169,18 @@ describe("render_ui in a browser host", () => {
         // filter the recent decisions by outcome chip
         const chip = frame.locator("button.chip").first()
         const outcome = yield* Effect.promise(() => chip.getAttribute("data-value"))
-        yield* Effect.promise(() => chip.click())
-        const shown = yield* count(frame, "section.card:has(h2:text-matches('Recent decisions')) tbody tr")
-        assert.strictEqual(shown, data.recent.filter((d: any) => d.outcome === outcome).length)
+        const expected = data.recent.filter((d: any) => d.outcome === outcome).length
+        // a late tool-result from the host redraws the view (filters reset): press the chip until it holds
+        const shown = yield* Effect.promise(async () => {
+          let rows = -1
+          for (let i = 0; i < 20 && rows !== expected; i++) {
+            if ((await chip.getAttribute("aria-pressed")) !== "true") await chip.click()
+            rows = await frame.locator("section.card:has(h2:text-matches('Recent decisions')) tbody tr").count()
+            if (rows !== expected) await frame.page().waitForTimeout(100)
+          }
+          return rows
+        })
+        assert.strictEqual(shown, expected)
         assert.deepStrictEqual(requests.all, [])
       }))
 
