@@ -397,12 +397,14 @@ const sessionRules = (fresh: ReadonlyArray<NewDecision>) =>
       SELECT f.session_id::text AS session_id, d.agent_id, d.ledger_id::text AS ledger_id, d.created_at, d.quality, d.outcome
       FROM unnest(${[...earliest.keys()]}::uuid[], ${[...earliest.values()].map((at) => at.toISOString())}::timestamptz[]) AS f(session_id, from_at)
       LEFT JOIN LATERAL (
-        SELECT b.created_at FROM decisions b
+        SELECT b.created_at, b.ledger_id FROM decisions b
         WHERE b.session_id = f.session_id AND b.created_at < f.from_at AND b.outcome <> 'error' AND b.quality >= ${quality.max_quality}
-        ORDER BY b.created_at DESC LIMIT 1) breaker ON true
+        ORDER BY b.created_at DESC, b.ledger_id DESC LIMIT 1) breaker ON true
       CROSS JOIN LATERAL (
         SELECT d.agent_id, d.ledger_id, d.created_at, d.quality, d.outcome FROM decisions d
-        WHERE d.session_id = f.session_id AND d.created_at >= coalesce(breaker.created_at, '-infinity') AND d.outcome <> 'error'
+        WHERE d.session_id = f.session_id AND d.outcome <> 'error'
+          -- from the breaker itself, in the streak order (decisions of the same instant are ordered by id)
+          AND (d.created_at, d.ledger_id) >= (coalesce(breaker.created_at, '-infinity'), coalesce(breaker.ledger_id, '00000000-0000-0000-0000-000000000000'))
         ORDER BY d.created_at, d.ledger_id) d
       ORDER BY f.session_id, d.created_at, d.ledger_id`
     const flush = (streak: ReadonlyArray<(typeof answered)[number]>) => {

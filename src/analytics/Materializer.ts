@@ -507,8 +507,10 @@ const repairMergedSessions = (scope: WorkspaceScope) =>
       WHERE NOT EXISTS (SELECT 1 FROM sessions s WHERE s.session_id = a.session_id) LIMIT 100`
     if (gone.length === 0) return
     const goneIds = gone.map((g) => g.session_id)
+    // a new seq: the detectors look at the moved decisions again, in the session they are in now (loops and streaks
+    // that span the merge)
     const moved = yield* sql<{ session_id: string; agent_id: string; execution_id: string | null }>`
-      UPDATE decision_search s SET session_id = d.session_id FROM decisions d
+      UPDATE decision_search s SET session_id = d.session_id, seq = DEFAULT FROM decisions d
       WHERE s.session_id = ANY(${goneIds}::uuid[]) AND d.ledger_id = s.ledger_id
       RETURNING d.session_id::text AS session_id, d.agent_id, d.execution_id`
     const removedPairs = yield* sql<{ subject_id: string }>`

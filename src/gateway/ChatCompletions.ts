@@ -441,9 +441,14 @@ const captureError = (error: ProviderError): CaptureError => ({
   message: error.body.error.message
 })
 
+/** Shorter "keys" (`sk`, `x`: placeholders for local servers) are not secrets, and replacing them would garble messages. */
+const MIN_REDACTED_KEY_LENGTH = 8
+
 /** A provider may quote the key it was sent in an error message (never stored or logged): the ledger keeps the message without it. */
 const withoutKey = (error: CaptureError, apiKey: string | undefined): CaptureError =>
-  apiKey === undefined || !error.message.includes(apiKey) ? error : { ...error, message: error.message.replaceAll(apiKey, "[provider key]") }
+  apiKey === undefined || apiKey.length < MIN_REDACTED_KEY_LENGTH || !error.message.includes(apiKey)
+    ? error
+    : { ...error, message: error.message.replaceAll(apiKey, "[provider key]") }
 
 /** The route handler. */
 export const chatCompletions = (deps: ChatDependencies) => (req: Http.IncomingMessage, res: Http.ServerResponse): void =>

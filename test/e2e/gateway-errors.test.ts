@@ -309,6 +309,9 @@ describe("gateway errors", () => {
         const capture = yield* stack.capture(answer.ledgerId!)
         assert.strictEqual(capture.error!.message, "Incorrect API key provided: [provider key]")
         assert.notInclude(JSON.stringify(capture), PROVIDER_KEY)
+        // a placeholder key (local servers take any) is not a secret: the message stays as it was
+        const placeholder = yield* post(stack, chat("quoting/m"), { headers: { "x-service-provider-api-key": "sk" } })
+        assert.strictEqual((yield* stack.capture(placeholder.ledgerId!)).error!.message, "Incorrect API key provided: sk")
       }))
 
     it.effect("502: the upstream cannot be reached (message names the provider); captured", () =>

@@ -148,7 +148,7 @@ describe("analytics lifecycle", () => {
         assert.deepStrictEqual(yield* state, { sessions: 1, analytics_sessions: 1, stale: 0, subject_sessions: 1, subject_decisions: 5 })
       }))
 
-    it.effect("loops and low-quality streaks that grow over several detector passes are the ones one pass finds", () =>
+    it.effect("loops and low-quality streaks that grow over several detector passes (ties, merged sessions) are the ones one pass finds", () =>
       Effect.gen(function*() {
         const { pipeline } = yield* Pipeline
         const planted = planWorkload("planted").calls
@@ -161,12 +161,25 @@ describe("analytics lifecycle", () => {
           callLike(reporter, `streak/b${n}`, t0 + minute * MINUTE, `Summarize the churn interviews about ${topics[n - 1]}. [[truncate]]`)
         const good = (n: number, minute: number) => callLike(reporter, `streak/g${n}`, t0 + minute * MINUTE, `List the ${["three", "five"][n - 1]} largest churn reasons.`)
         const repeat = (n: number) => callLike(coder, `loop/${n}`, t0 + n * MINUTE, "[[tool]] Check whether the nightly ledger export job has finished.")
+        // another agent: five low-quality answers at the very instant of the answer that ends their streak (ordered
+        // before it by id), then one more later: the streak is six long and starts before that instant
+        const colours = ["red", "green", "blue", "amber", "violet", "silver"]
+        const tie = (key: string, minute: number, ask: string) => callLike(reporter, `tie/${key}`, t0 + 3 * 60 * MINUTE + minute * MINUTE, ask, "tie-reporter")
+        const tied = (n: number, minute: number) => tie(`b${n}`, minute, `Summarize the ${colours[n]} team's retro notes. [[truncate]]`)
+        // and one whose two sessions (40 min apart) a late call bridges: the builder merges them into one streak of seven
+        const fruits = ["apple", "pear", "plum", "fig", "kiwi", "lime", "date"]
+        const merging = (n: number, minute: number) =>
+          callLike(reporter, `merge/b${n}`, t0 + 5 * 60 * MINUTE + minute * MINUTE, `Summarize the ${fruits[n]} orchard report. [[truncate]]`, "merge-reporter")
         // three passes: the streak b1–b6 ends at g2 and b7–b11 follows it; the loop grows to five repeats
         const passes = [
           [good(1, 0), bad(1, 5), bad(2, 10), bad(3, 15), repeat(0), repeat(1)],
           [bad(4, 20), bad(5, 25), bad(6, 30), good(2, 35), bad(7, 40), repeat(2), repeat(3)],
           [bad(8, 45), bad(9, 50), bad(10, 55), bad(11, 60), repeat(4)]
         ]
+        passes[0]!.push(tied(0, -5), tied(1, 0), tied(2, 0), tied(3, 0), tied(4, 0), tied(5, 0), tie("good", 0, "Name the team that shipped most this sprint."))
+        passes[1]!.push(tie("later", 5, "Summarize the quarter's retro themes. [[truncate]]"))
+        passes[0]!.push(merging(0, 0), merging(1, 5), merging(2, 10), merging(3, 50), merging(4, 55), merging(5, 60))
+        passes[1]!.push(merging(6, 30))
         const workload = (calls: Array<WorkloadCall>): Workload => ({ variant: "planted", start: t0, end: t0 + 2 * 3_600_000, calls })
         const findings = (tenant: WorkloadTenant) =>
           pipeline.query.listInsights(tenant.principal, { types: ["loop", "low_quality_streak"] }).pipe(Effect.map((page) =>
@@ -189,10 +202,12 @@ describe("analytics lifecycle", () => {
         }
         const whole = yield* pipeline.run(workload(passes.flat()), "one-pass")
         const found = yield* findings(last)
-        assert.deepStrictEqual(found.map((f) => [f.type, f.size, f.decisions.length]), [
-          ["loop", 5, 5],
-          ["low_quality_streak", 6, 6],
-          ["low_quality_streak", 5, 5]
+        assert.deepStrictEqual(found.map((f) => [f.type, f.size, f.decisions[0]]), [
+          ["loop", 5, "loop/0"],
+          ["low_quality_streak", 6, "streak/b1"],
+          ["low_quality_streak", 5, "streak/b7"],
+          ["low_quality_streak", 6, "tie/b0"],
+          ["low_quality_streak", 7, "merge/b0"]
         ])
         assert.deepStrictEqual(found[1]!.decisions, ["streak/b1", "streak/b2", "streak/b3", "streak/b4", "streak/b5", "streak/b6"])
         assert.deepStrictEqual(found, yield* findings(whole))

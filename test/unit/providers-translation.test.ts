@@ -106,6 +106,14 @@ describe("OpenAI-type requests", () => {
     expect(upstream.headers.authorization).toBeUndefined()
   })
 
+  it("relay success answers as they are, if they are a JSON object (a byte-order mark or whitespace before it is fine)", () => {
+    const response = (text: string) => adapterFor("openai").response(text, ctx())
+    expect(response('\uFEFF \n{"id":"c1"}').text).toBe('\uFEFF \n{"id":"c1"}')
+    expect(() => response("<html>Welcome</html>")).toThrow()
+    expect(() => response("[]")).toThrow()
+    expect(() => response("")).toThrow()
+  })
+
   it("map error bodies of every shape they come in", () => {
     const error = adapterFor("openai").error
     expect(error(400, '{"error":{"message":"bad","type":"invalid_request_error","param":"messages","code":"x"}}').body)

@@ -171,12 +171,12 @@ const editedBody = (text: string, request: ChatRequest, ctx: CallContext): strin
   return body
 }
 
-/** Whether the first character after any whitespace is `{`. */
+/** Whether the first character after any whitespace (or a byte-order mark) is `{`. */
 const opensObject = (text: string): boolean => {
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i)
     if (c === 0x7b) return true
-    if (c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09) return false
+    if (c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09 && c !== 0xfeff) return false
   }
   return false
 }
