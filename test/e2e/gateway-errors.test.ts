@@ -14,7 +14,6 @@ import { MAX_ID_LENGTH } from "../../src/gateway/ChatCompletions.ts"
 import { COMPAT_UPSTREAM, type GatewayStack, gatewayStack } from "../support/gateway-stack.ts"
 import { testDatabase } from "../support/db.ts"
 import { pgProxy } from "../support/pg-proxy.ts"
-import { freePort } from "../support/ports.ts"
 
 const PROVIDER_KEY = "sk-provider-errors"
 const MAX_BODY = 64 * 1024
@@ -117,11 +116,11 @@ const StackLive = Layer.effect(
       res.writeHead(401, { "content-type": "application/json" })
       res.end(JSON.stringify({ error: { message: `Incorrect API key provided: ${req.headers.authorization?.slice(7)}`, type: "invalid_request_error", code: "invalid_api_key" } }))
     })
-    const closedPort = yield* Effect.promise(freePort)
     return yield* gatewayStack({
       settings: { gatewayMaxBodyBytes: MAX_BODY, upstreamTimeoutMs: TIMEOUT_MS },
       upstreams: [
-        { name: "down", baseUrl: `http://127.0.0.1:${closedPort}/v1` },
+        // a privileged port nothing listens on: refused, and no parallel test can take it (they bind ephemeral ports)
+        { name: "down", baseUrl: "http://127.0.0.1:1/v1" },
         { name: "stalling", baseUrl: `${stalling}/v1` },
         { name: "resetting", baseUrl: `${resetting}/v1` },
         { name: "quoting", baseUrl: `${quoting}/v1` }
