@@ -8,7 +8,7 @@ import { type ChildProcess, execFile, spawn } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { testDatabase } from "../support/db.ts"
-import { freePort } from "../support/ports.ts"
+import { spawnOnFreePorts } from "../support/ports.ts"
 import { tempDir } from "../support/stack.ts"
 
 const BIN = Path.resolve(import.meta.dirname, "../../bin/ledger.js")
@@ -88,23 +88,29 @@ describe("ledger CLI", () => {
   it.live("serve with no database or Redis configured: healthy on both ports, credentials.json 0600, exits on SIGTERM", () =>
     Effect.gen(function*() {
       const dataDir = yield* tempDir
-      const [apiPort, gatewayPort] = [yield* Effect.promise(freePort), yield* Effect.promise(freePort)]
-      const started = Date.now()
-      const child = spawn(process.execPath, [BIN, "serve"], {
-        env: cleanEnv({ LEDGER_DATA_DIR: dataDir, LEDGER_API_PORT: String(apiPort), LEDGER_GATEWAY_PORT: String(gatewayPort) }),
-        stdio: ["ignore", "pipe", "pipe"]
-      })
-      let output = ""
-      child.stdout.on("data", (d) => (output += d))
-      child.stderr.on("data", (d) => (output += d))
-      yield* Effect.addFinalizer(() => Effect.sync(() => child.kill("SIGKILL")))
-
-      let up = false
-      while (!up && Date.now() - started < 30_000) {
-        up = (yield* healthy(`http://127.0.0.1:${apiPort}/healthz`)) && (yield* healthy(`http://127.0.0.1:${gatewayPort}/healthz`))
-        if (!up) yield* Effect.sleep(200)
-      }
-      assert.isTrue(up, `healthy on both ports within 30 s:\n${output}`)
+      const { apiPort, child, output } = yield* Effect.acquireRelease(
+        spawnOnFreePorts(2, async ([apiPort, gatewayPort]) => {
+          const started = Date.now()
+          const child = spawn(process.execPath, [BIN, "serve"], {
+            env: cleanEnv({ LEDGER_DATA_DIR: dataDir, LEDGER_API_PORT: String(apiPort), LEDGER_GATEWAY_PORT: String(gatewayPort) }),
+            stdio: ["ignore", "pipe", "pipe"]
+          })
+          let output = ""
+          child.stdout.on("data", (d) => (output += d))
+          child.stderr.on("data", (d) => (output += d))
+          const up = (port: number) => Effect.runPromise(healthy(`http://127.0.0.1:${port}/healthz`))
+          while (!(await up(apiPort) && await up(gatewayPort))) {
+            if (child.exitCode !== null) throw new Error(`ledger serve exited:\n${output}`)
+            if (Date.now() - started > 30_000) {
+              child.kill("SIGKILL")
+              throw new Error(`not healthy on both ports within 30 s:\n${output}`)
+            }
+            await new Promise((resolve) => setTimeout(resolve, 200))
+          }
+          return { apiPort, child, output: () => output }
+        }),
+        ({ child }) => Effect.sync(() => child.kill("SIGKILL"))
+      )
       assert.isTrue(yield* healthy(`http://127.0.0.1:${apiPort}/readyz`), "ready: database and stream reachable")
 
       const file = Path.join(dataDir, "credentials.json")
@@ -112,7 +118,7 @@ describe("ledger CLI", () => {
       const credentials = JSON.parse(Fs.readFileSync(file, "utf8"))
       assert.match(credentials.pat, /^ldg_pat_/)
       assert.match(credentials.gateway_key, /^ldg_gw_/)
-      assert.include(output, file, "prints where the credentials are")
+      assert.include(output(), file, "prints where the credentials are")
 
       const stopping = Date.now()
       child.kill("SIGTERM")

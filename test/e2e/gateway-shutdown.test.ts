@@ -13,7 +13,7 @@ import { readSpoolStats } from "../../src/capture/Spool.ts"
 import { LedgerConfig } from "../../src/config/LedgerConfig.ts"
 import { Credentials } from "../../src/store/Credentials.ts"
 import { startFakeProviders } from "../support/fake-providers.ts"
-import { freePort } from "../support/ports.ts"
+import { spawnOnFreePorts } from "../support/ports.ts"
 import { TEST_REDIS_URL, tcpProxy, testKeyPrefix } from "../support/redis.ts"
 import { storeLayer, tempDir } from "../support/stack.ts"
 
@@ -30,25 +30,25 @@ interface Gateway {
 /** Runs the CLI's gateway role; killed with the scope if the test did not stop it. */
 const startGateway = (env: Record<string, string>) =>
   Effect.acquireRelease(
-    Effect.gen(function*() {
-      const port = yield* Effect.promise(freePort)
+    spawnOnFreePorts(2, async ([port, apiPort]) => {
       const child: ChildProcess = spawn(process.execPath, ["bin/ledger.js", "serve", "--roles", "gateway"], {
         cwd: ROOT,
-        env: { PATH: process.env.PATH ?? "", ...env, LEDGER_GATEWAY_PORT: String(port), LEDGER_API_PORT: String(yield* Effect.promise(freePort)) },
+        env: { PATH: process.env.PATH ?? "", ...env, LEDGER_GATEWAY_PORT: String(port), LEDGER_API_PORT: String(apiPort) },
         stdio: ["ignore", "ignore", "pipe"]
       })
       let stderr = ""
       child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()))
       const url = `http://127.0.0.1:${port}`
-      yield* Effect.promise(async () => {
-        const deadline = Date.now() + 30_000
-        while (Date.now() < deadline) {
-          if (child.exitCode !== null) throw new Error(`gateway exited: ${stderr.slice(-2000)}`)
-          if (await fetch(`${url}/healthz`).then((res) => res.ok, () => false)) return
-          await new Promise((resolve) => setTimeout(resolve, 100))
+      const deadline = Date.now() + 30_000
+      for (;;) {
+        if (child.exitCode !== null) throw new Error(`gateway exited: ${stderr.slice(-2000)}`)
+        if (await fetch(`${url}/healthz`).then((res) => res.ok, () => false)) break
+        if (Date.now() > deadline) {
+          child.kill("SIGKILL")
+          throw new Error(`gateway did not start: ${stderr.slice(-2000)}`)
         }
-        throw new Error(`gateway did not start: ${stderr.slice(-2000)}`)
-      })
+        await new Promise((resolve) => setTimeout(resolve, 100))
+      }
       const stop = Effect.promise(() =>
         new Promise<number | null>((resolve) => {
           if (child.exitCode !== null) return resolve(child.exitCode)

@@ -15,7 +15,7 @@ import { batchIds, CaptureStream } from "../../src/capture/CaptureStream.ts"
 import * as MemoryCaptureStream from "../../src/capture/MemoryCaptureStream.ts"
 import type { LedgerSettings } from "../../src/config/LedgerConfig.ts"
 import { Credentials } from "../../src/store/Credentials.ts"
-import { freePort } from "../support/ports.ts"
+import { spawnOnFreePorts } from "../support/ports.ts"
 import { type Backend, storeWithPoolLayer } from "../support/stack.ts"
 
 /** Store (with the owner's pool for assertions), in-process stream and the builder service. */
@@ -205,8 +205,7 @@ export interface BuilderProcess {
 /** Starts a builder process and waits until it is ready; stopped with the scope. */
 export const spawnBuilder = (env: Record<string, string>) =>
   Effect.acquireRelease(
-    Effect.promise(async (): Promise<BuilderProcess> => {
-      const port = await freePort()
+    spawnOnFreePorts(1, async ([port]): Promise<BuilderProcess> => {
       const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "ledger-builder-"))
       const child = ChildProcess.spawn(process.execPath, [LEDGER, "serve", "--roles", "builder"], {
         cwd: ROOT,
@@ -237,7 +236,10 @@ export const spawnBuilder = (env: Record<string, string>) =>
           })
       }
       for (let i = 0; i < 300; i++) {
-        if (process_.exited()) throw new Error(`builder exited at start:\n${logs}`)
+        if (process_.exited()) {
+          Fs.rmSync(dataDir, { recursive: true, force: true })
+          throw new Error(`builder exited at start:\n${logs}`)
+        }
         if (await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.ok, () => false)) return process_
         await new Promise((resolve) => setTimeout(resolve, 100))
       }
