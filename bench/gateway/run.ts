@@ -22,146 +22,19 @@
  * Targets (2-core machine): throughput at 32 connections >= 0.30 x direct; added latency at 1 connection <= 0.30 ms
  * (set where a bare Node proxy kept 0.39 x and added 0.23 ms).
  */
-import { type ChildProcess, spawn } from "node:child_process"
 import * as Fs from "node:fs"
-import { createRequire } from "node:module"
-import * as Net from "node:net"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { createClient } from "redis"
+import { mainThreadCpu, type Measured, measure, option, processCpu, startChild, startGateway, stopChildren } from "./harness.ts"
 
-/** The part of autocannon's API used here (it ships no types). */
-interface AutocannonRun extends PromiseLike<{
-  readonly requests: { readonly total: number }
-  readonly errors: number
-  readonly non2xx: number
-  readonly timeouts: number
-  readonly statusCodeStats: Record<string, { readonly count: number }>
-}> {
-  on(event: "response", listener: (client: unknown, status: number, bytes: number, responseTime: number) => void): void
-}
-const autocannon = createRequire(import.meta.url)("autocannon") as (options: {
-  readonly url: string
-  readonly method: string
-  readonly headers: Record<string, string>
-  readonly body: string
-  readonly connections: number
-  readonly duration: number
-  readonly pipelining: number
-}) => AutocannonRun
-
-const args = process.argv.slice(2)
-const option = (name: string, fallback: string) => {
-  const at = args.indexOf(`--${name}`)
-  return at === -1 ? fallback : args[at + 1]!
-}
 const ROUNDS = Math.max(1, Number(option("rounds", "5")))
 const DURATION_S = Number(option("duration", "5"))
 /** per target and connection count: long enough for V8 to finish optimising the gateway (2 s left round 1 slowest) */
 const WARMUP_S = Number(option("warmup", "10"))
 const CONNECTIONS = option("connections", "1,32").split(",").map(Number)
-const STREAM = args.includes("--stream")
+const STREAM = process.argv.includes("--stream")
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379"
-const ROOT = Path.resolve(import.meta.dirname, "../..")
-
-/** CPU seconds (user + system) a process has used so far; undefined where /proc is not there. */
-const processCpu = (pid: number | undefined): number | undefined => {
-  try {
-    // fields after the parenthesised command name: state is field 3, utime 14 and stime 15 (clock ticks, 100/s on Linux)
-    const fields = Fs.readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
-    return (Number(fields[11]) + Number(fields[12])) / 100
-  } catch {
-    return undefined
-  }
-}
-
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const server = Net.createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const port = (server.address() as Net.AddressInfo).port
-      server.close(() => resolve(port))
-    })
-  })
-
-const children: Array<ChildProcess> = []
-const stopChildren = () => {
-  for (const child of children) if (child.exitCode === null) child.kill("SIGTERM")
-}
-process.on("exit", stopChildren)
-
-/** Starts a child, resolves with the first line it prints on stdout. */
-const startChild = (command: Array<string>, env: NodeJS.ProcessEnv, readyLine?: RegExp) =>
-  new Promise<{ child: ChildProcess; line: string; stderr: () => string }>((resolve, reject) => {
-    const child = spawn(process.execPath, command, { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] })
-    children.push(child)
-    let out = ""
-    let err = ""
-    child.stdout!.on("data", (chunk: Buffer) => {
-      out += chunk.toString()
-      const line = out.split("\n").find((l) => readyLine === undefined ? l.trim() !== "" : readyLine.test(l))
-      if (line !== undefined) resolve({ child, line, stderr: () => err })
-    })
-    child.stderr!.on("data", (chunk: Buffer) => {
-      err += chunk.toString()
-    })
-    child.once("exit", (code) => reject(new Error(`${command.join(" ")} exited with ${code}\n${err.slice(-2000)}`)))
-  })
-
-const waitFor = async (url: string) => {
-  const deadline = Date.now() + 60_000
-  while (Date.now() < deadline) {
-    try {
-      if ((await fetch(url)).ok) return
-    } catch {
-      // not listening yet
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
-  throw new Error(`${url} did not come up`)
-}
-
-interface Measured {
-  readonly rps: number
-  readonly requests: number
-  readonly errors: number
-  /** what the errors were: non-2xx statuses and socket errors/timeouts */
-  readonly errorKinds: string
-  readonly meanMs: number
-  readonly p50Ms: number
-  readonly p99Ms: number
-}
-
-const measure = async (
-  url: string,
-  headers: Record<string, string>,
-  body: string,
-  connections: number,
-  duration: number
-): Promise<Measured> => {
-  const times: Array<number> = []
-  const instance = autocannon({ url, method: "POST", headers, body, connections, duration, pipelining: 1 })
-  instance.on("response", (_client: unknown, _status: number, _bytes: number, responseTime: number) => {
-    times.push(responseTime)
-  })
-  const result = await instance
-  times.sort((a, b) => a - b)
-  const quantile = (q: number) => times[Math.min(times.length - 1, Math.floor(q * times.length))] ?? 0
-  return {
-    rps: result.requests.total / duration,
-    requests: result.requests.total,
-    errors: result.errors + result.non2xx + result.timeouts,
-    errorKinds: [
-      ...Object.entries(result.statusCodeStats).filter(([status]) => !status.startsWith("2")).map(([status, { count }]) => `${count}x${status}`),
-      ...(result.errors > 0 ? [`${result.errors} socket errors`] : []),
-      ...(result.timeouts > 0 ? [`${result.timeouts} timeouts`] : [])
-    ].join(", "),
-    meanMs: times.reduce((sum, t) => sum + t, 0) / Math.max(1, times.length),
-    p50Ms: quantile(0.5),
-    p99Ms: quantile(0.99)
-  }
-}
 
 const main = async () => {
   const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "ledger-bench-gateway-"))
@@ -172,22 +45,9 @@ const main = async () => {
     const fakeUrl = JSON.parse(fake.line).url as string
     const bare = await startChild(["bench/gateway/bare-proxy.ts", fakeUrl], process.env)
     const bareUrl = JSON.parse(bare.line).url as string
-    const gatewayPort = await freePort()
-    // no DATABASE_URL: the embedded database, whose first start writes the gateway key to credentials.json
-    const { DATABASE_URL: _external, ...inherited } = process.env
-    const gateway = await startChild(["bin/ledger.js", "serve", "--roles", "gateway"], {
-      ...inherited,
-      LEDGER_GATEWAY_PORT: String(gatewayPort),
-      LEDGER_API_PORT: String(await freePort()),
-      LEDGER_DATA_DIR: dataDir,
-      LEDGER_OPENAI_BASE_URL: `${fakeUrl}/v1`,
-      LEDGER_STREAM_KEY: streamKey,
-      LEDGER_LOG_LEVEL: "warn",
-      REDIS_URL
-    }, /ledger:/)
-    const gatewayUrl = `http://127.0.0.1:${gatewayPort}`
-    await waitFor(`${gatewayUrl}/healthz`)
-    const { gateway_key: gatewayKey } = JSON.parse(Fs.readFileSync(Path.join(dataDir, "credentials.json"), "utf8"))
+    const gateway = await startGateway({ dataDir, fakeUrl, env: { LEDGER_STREAM_KEY: streamKey, REDIS_URL } })
+    const gatewayUrl = gateway.url
+    const gatewayKey = gateway.key
 
     // no builder reads this stream: keep it short so the benchmark does not fill the shared Redis
     const trimmer = setInterval(() => void redis.xTrim(streamKey, "MAXLEN", 10_000, { strategyModifier: "~" }).catch(() => undefined), 500)
@@ -218,13 +78,23 @@ const main = async () => {
     const cpuPerCall = async (run: () => Promise<Measured>) => {
       const pids = { fake: fake.child.pid, bare: bare.child.pid, gateway: gateway.child.pid }
       const before = Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, processCpu(pid)]))
+      const gatewayMainBefore = mainThreadCpu(pids.gateway)
       const redisBefore = await redisCpu()
       const measured = await run()
       const redisAfter = await redisCpu()
       const perCall = (b: number | undefined, a: number | undefined) =>
         b === undefined || a === undefined ? NaN : ((a - b) * 1e6) / Math.max(1, measured.requests)
       const cpu = Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, perCall(before[name], processCpu(pid))]))
-      return { measured, cpu: { fake: cpu.fake!, bare: cpu.bare!, gateway: cpu.gateway!, redis: perCall(redisBefore, redisAfter) } }
+      return {
+        measured,
+        cpu: {
+          fake: cpu.fake!,
+          bare: cpu.bare!,
+          gateway: cpu.gateway!,
+          gatewayMain: perCall(gatewayMainBefore, mainThreadCpu(pids.gateway)),
+          redis: perCall(redisBefore, redisAfter)
+        }
+      }
     }
     type CpuPerCall = Awaited<ReturnType<typeof cpuPerCall>>["cpu"]
 
@@ -299,12 +169,12 @@ const main = async () => {
       "",
       "CPU per call, µs (process CPU time over the measurement / calls):",
       "",
-      "| connections | round | gateway | fake provider (under the gateway) | Redis | gateway ÷ fake | bare proxy | fake provider (under the bare proxy) | bare proxy ÷ fake |",
+      "| connections | round | gateway (its main thread) | fake provider (under the gateway) | Redis | gateway ÷ fake | bare proxy | fake provider (under the bare proxy) | bare proxy ÷ fake |",
       "|---|---|---|---|---|---|---|---|---|"
     )
     for (const { bareCpu: b, connections, gatewayCpu: g, round } of rows) {
       lines.push(
-        `| ${connections} | ${round} | ${fmt(g.gateway, 1)} | ${fmt(g.fake, 1)} | ${fmt(g.redis, 1)} | ${fmt(g.gateway / g.fake, 2)} | ${fmt(b.bare, 1)} | ${fmt(b.fake, 1)} | ${fmt(b.bare / b.fake, 2)} |`
+        `| ${connections} | ${round} | ${fmt(g.gateway, 1)} (${fmt(g.gatewayMain, 1)}) | ${fmt(g.fake, 1)} | ${fmt(g.redis, 1)} | ${fmt(g.gateway / g.fake, 2)} | ${fmt(b.bare, 1)} | ${fmt(b.fake, 1)} | ${fmt(b.bare / b.fake, 2)} |`
       )
     }
     lines.push("")

@@ -1,0 +1,180 @@
+/**
+ * What the gateway benchmarks share: child processes (fake provider, bare proxy, gateways), autocannon runs with
+ * per-request times, and CPU time read from Linux /proc.
+ */
+import { type ChildProcess, spawn } from "node:child_process"
+import * as Fs from "node:fs"
+import { createRequire } from "node:module"
+import * as Net from "node:net"
+import * as Path from "node:path"
+
+/** `--name value` from the command line, or the fallback. */
+export const option = (name: string, fallback: string): string => {
+  const args = process.argv.slice(2)
+  const at = args.indexOf(`--${name}`)
+  return at === -1 ? fallback : args[at + 1]!
+}
+
+/** The part of autocannon's API used here (it ships no types). */
+interface AutocannonRun extends PromiseLike<{
+  readonly requests: { readonly total: number }
+  readonly errors: number
+  readonly non2xx: number
+  readonly timeouts: number
+  readonly statusCodeStats: Record<string, { readonly count: number }>
+}> {
+  on(event: "response", listener: (client: unknown, status: number, bytes: number, responseTime: number) => void): void
+}
+const autocannon = createRequire(import.meta.url)("autocannon") as (options: {
+  readonly url: string
+  readonly method: string
+  readonly headers: Record<string, string>
+  readonly body: string
+  readonly connections: number
+  readonly duration: number
+  readonly pipelining: number
+}) => AutocannonRun
+
+export const ROOT = Path.resolve(import.meta.dirname, "../..")
+
+/** CPU seconds (user + system) used so far, from a Linux /proc stat file; undefined where /proc is not there. */
+const cpuSeconds = (statFile: string): number | undefined => {
+  try {
+    // fields after the parenthesised command name: state is field 3, utime 14 and stime 15 (clock ticks, 100/s on Linux)
+    const fields = Fs.readFileSync(statFile, "utf8").split(") ")[1]!.split(" ")
+    return (Number(fields[11]) + Number(fields[12])) / 100
+  } catch {
+    return undefined
+  }
+}
+
+/** CPU seconds a process has used so far, all its threads (JS, GC helpers, libuv pool). */
+export const processCpu = (pid: number | undefined): number | undefined => cpuSeconds(`/proc/${pid}/stat`)
+
+/** CPU seconds of a process's main thread (its JavaScript and event loop); the rest of processCpu is its helper threads, mostly GC. */
+export const mainThreadCpu = (pid: number | undefined): number | undefined => cpuSeconds(`/proc/${pid}/task/${pid}/stat`)
+
+export const freePort = () =>
+  new Promise<number>((resolve, reject) => {
+    const server = Net.createServer()
+    server.once("error", reject)
+    server.listen(0, "127.0.0.1", () => {
+      const port = (server.address() as Net.AddressInfo).port
+      server.close(() => resolve(port))
+    })
+  })
+
+const children: Array<ChildProcess> = []
+export const stopChildren = () => {
+  for (const child of children) if (child.exitCode === null) child.kill("SIGTERM")
+}
+process.on("exit", stopChildren)
+
+/** Starts a child, resolves with the first line it prints on stdout. */
+export const startChild = (command: Array<string>, env: NodeJS.ProcessEnv, readyLine?: RegExp, cwd = ROOT) =>
+  new Promise<{ child: ChildProcess; line: string; stderr: () => string }>((resolve, reject) => {
+    const child = spawn(process.execPath, command, { cwd, env, stdio: ["ignore", "pipe", "pipe"] })
+    children.push(child)
+    let out = ""
+    let err = ""
+    child.stdout!.on("data", (chunk: Buffer) => {
+      out += chunk.toString()
+      const line = out.split("\n").find((l) => readyLine === undefined ? l.trim() !== "" : readyLine.test(l))
+      if (line !== undefined) resolve({ child, line, stderr: () => err })
+    })
+    child.stderr!.on("data", (chunk: Buffer) => {
+      err += chunk.toString()
+    })
+    child.once("exit", (code) => reject(new Error(`${command.join(" ")} exited with ${code}\n${err.slice(-2000)}`)))
+  })
+
+export const waitFor = async (url: string) => {
+  const deadline = Date.now() + 60_000
+  while (Date.now() < deadline) {
+    try {
+      if ((await fetch(url)).ok) return
+    } catch {
+      // not listening yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+  throw new Error(`${url} did not come up`)
+}
+
+export interface Measured {
+  readonly rps: number
+  readonly requests: number
+  readonly errors: number
+  /** what the errors were: non-2xx statuses and socket errors/timeouts */
+  readonly errorKinds: string
+  readonly meanMs: number
+  readonly p50Ms: number
+  readonly p99Ms: number
+}
+
+export const measure = async (
+  url: string,
+  headers: Record<string, string>,
+  body: string,
+  connections: number,
+  duration: number
+): Promise<Measured> => {
+  const times: Array<number> = []
+  const instance = autocannon({ url, method: "POST", headers, body, connections, duration, pipelining: 1 })
+  instance.on("response", (_client: unknown, _status: number, _bytes: number, responseTime: number) => {
+    times.push(responseTime)
+  })
+  const result = await instance
+  times.sort((a, b) => a - b)
+  const quantile = (q: number) => times[Math.min(times.length - 1, Math.floor(q * times.length))] ?? 0
+  return {
+    rps: result.requests.total / duration,
+    requests: result.requests.total,
+    errors: result.errors + result.non2xx + result.timeouts,
+    errorKinds: [
+      ...Object.entries(result.statusCodeStats).filter(([status]) => !status.startsWith("2")).map(([status, { count }]) => `${count}x${status}`),
+      ...(result.errors > 0 ? [`${result.errors} socket errors`] : []),
+      ...(result.timeouts > 0 ? [`${result.timeouts} timeouts`] : [])
+    ].join(", "),
+    meanMs: times.reduce((sum, t) => sum + t, 0) / Math.max(1, times.length),
+    p50Ms: quantile(0.5),
+    p99Ms: quantile(0.99)
+  }
+}
+
+export interface GatewayProcess {
+  readonly child: ChildProcess
+  /** origin, e.g. http://127.0.0.1:4000 */
+  readonly url: string
+  /** the Gateway Key the embedded database's first start wrote to credentials.json */
+  readonly key: string
+  readonly stderr: () => string
+}
+
+/**
+ * Starts `ledger serve --roles gateway` from the checkout at `root` (the embedded database; `env` adds to the
+ * environment, e.g. a stream key and REDIS_URL) with OpenAI pointed at `fakeUrl`, and waits until it is healthy.
+ */
+export const startGateway = async (options: {
+  readonly root?: string
+  readonly dataDir: string
+  readonly fakeUrl: string
+  readonly env: NodeJS.ProcessEnv
+}): Promise<GatewayProcess> => {
+  const port = await freePort()
+  // no DATABASE_URL: the embedded database, whose first start writes the gateway key to credentials.json
+  const { DATABASE_URL: _external, ...inherited } = process.env
+  const gateway = await startChild(["bin/ledger.js", "serve", "--roles", "gateway"], {
+    ...inherited,
+    LEDGER_GATEWAY_PORT: String(port),
+    LEDGER_API_PORT: String(await freePort()),
+    LEDGER_DATA_DIR: options.dataDir,
+    LEDGER_OPENAI_BASE_URL: `${options.fakeUrl}/v1`,
+    LEDGER_LOG_LEVEL: "warn",
+    ...options.env
+  }, /ledger:/, options.root)
+  const url = `http://127.0.0.1:${port}`
+  await waitFor(`${url}/healthz`)
+  const { gateway_key: key } = JSON.parse(Fs.readFileSync(Path.join(options.dataDir, "credentials.json"), "utf8"))
+  return { child: gateway.child, url, key, stderr: gateway.stderr }
+}
