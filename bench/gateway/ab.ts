@@ -119,14 +119,14 @@ const main = async () => {
     )
     console.log(lines.join("\n"))
   } finally {
+    // first, so that no gateway publishes after its stream is deleted
+    await stopChildren()
     for (const name of ["A", "B"]) {
       for await (const keys of redis.scanIterator({ MATCH: `${streamKey(name)}*`, COUNT: 100 })) {
         if (keys.length > 0) await redis.del(keys).catch(() => undefined)
       }
     }
     redis.destroy()
-    stopChildren()
-    await new Promise((resolve) => setTimeout(resolve, 500))
     for (const dataDir of dataDirs) Fs.rmSync(dataDir, { recursive: true, force: true })
   }
 }

@@ -65,10 +65,20 @@ export const freePort = () =>
   })
 
 const children: Array<ChildProcess> = []
-export const stopChildren = () => {
-  for (const child of children) if (child.exitCode === null) child.kill("SIGTERM")
-}
-process.on("exit", stopChildren)
+const running = (child: ChildProcess) => child.exitCode === null && child.signalCode === null
+// a benchmark that fails still stops what it started
+process.on("exit", () => {
+  for (const child of children) if (running(child)) child.kill("SIGTERM")
+})
+
+/** Stops every child and waits for them to exit: a gateway publishes the captures it still holds as it stops. */
+export const stopChildren = () =>
+  Promise.all(children.filter(running).map((child) =>
+    new Promise<void>((resolve) => {
+      child.once("exit", () => resolve())
+      child.kill("SIGTERM")
+    })
+  ))
 
 /** Starts a child, resolves with the first line it prints on stdout. */
 export const startChild = (command: Array<string>, env: NodeJS.ProcessEnv, readyLine?: RegExp, cwd = ROOT) =>

@@ -203,6 +203,8 @@ const main = async () => {
     if (warnings.length > 0) lines.push("", `gateway log (${warnings.length} lines, last 5):`, ...warnings.slice(-5))
     console.log(lines.join("\n"))
   } finally {
+    // first, so that no gateway publishes after its stream is deleted
+    await stopChildren()
     await redis.del(streamKey).catch(() => undefined)
     await redis.del(`${streamKey}:dead`).catch(() => undefined)
     // the publisher's per-producer dedup records (they would otherwise live for LEDGER_CAPTURE_DEDUP_TTL_SECONDS)
@@ -210,8 +212,6 @@ const main = async () => {
       if (keys.length > 0) await redis.del(keys).catch(() => undefined)
     }
     redis.destroy()
-    stopChildren()
-    await new Promise((resolve) => setTimeout(resolve, 500))
     Fs.rmSync(dataDir, { recursive: true, force: true })
   }
 }
