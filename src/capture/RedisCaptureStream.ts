@@ -52,10 +52,7 @@ return ids`,
   parseCommand(parser: CommandParser, stream: string, producerKey: string, seq: number, ttlSeconds: number, payloads: ReadonlyArray<string>) {
     parser.pushKey(stream)
     parser.pushKey(producerKey)
-    // As Buffers: node-redis joins string arguments into one string per command (hundreds of KB for a batch), which
-    // V8 puts in its old generation, and the gateway's GC threads then spent ~25 µs per capture marking them. Buffers
-    // are written as they are, outside the JS heap (bench/RESULTS.md, "Gateway").
-    parser.push(String(seq), String(ttlSeconds), ...payloads.map((payload) => Buffer.from(payload)))
+    parser.push(String(seq), String(ttlSeconds), ...payloads)
   },
   transformReply: (reply: ReadonlyArray<string>) => reply
 })
