@@ -213,6 +213,56 @@ describe("analytics lifecycle", () => {
         assert.deepStrictEqual(found, yield* findings(whole))
       }))
 
+    it.effect("an idle agent is reported once per silent spell, its idle time brought up to date at most hourly", () =>
+      Effect.gen(function*() {
+        const { pipeline } = yield* Pipeline
+        const template = planWorkload("planted").calls.find((c) => c.key.startsWith("base/reviewer/"))!
+        const t0 = WORKLOAD_START + 80 * 3_600_000
+        const HOUR = 60 * MINUTE
+        const call = (key: string, agent: string, at: number) => callLike(template, key, at, `Review change ${key} for the billing service.`, agent)
+        const workload = (calls: Array<WorkloadCall>): Workload => ({ variant: "planted", start: t0, end: t0 + 40 * HOUR, calls })
+        // a nightly job busy for an hour, and an agent with too few calls to count; the workspace keeps working
+        const busy = Array.from({ length: 10 }, (_, n) => call(`nightly/${n}`, "nightly-sync", t0 + n * 5 * MINUTE))
+        const few = Array.from({ length: 3 }, (_, n) => call(`oneoff/${n}`, "one-off", t0 + n * MINUTE))
+        const tenant = yield* pipeline.run(workload([...busy, ...few, call("work/0", "worker", t0 + 30 * HOUR)]), "idle")
+        const idle = pipeline.query.listInsights(tenant.principal, { types: ["idle_agent"] }).pipe(Effect.map((page) => page.data))
+        const tenantSql = Context.get(pipeline.stack.context, TenantSql)
+        const updatedAt = tenantSql.read(tenant.principal, ScopedSql.use((sql) =>
+          sql<{ updated_at: Date }>`SELECT updated_at FROM insights WHERE type = 'idle_agent'`
+        )).pipe(Effect.map((rows) => rows.map((row) => row.updated_at.getTime())))
+
+        const [first] = yield* idle
+        assert.strictEqual((yield* idle).length, 1)
+        assert.deepStrictEqual(first!.agent_ids, ["nightly-sync"])
+        assert.strictEqual(first!.evidence.decisions_in_week_before, 10)
+        const lastNightly = tenant.results.find((r) => r.call.key === "nightly/9")!
+        assert.deepStrictEqual(first!.ledger_ids, [lastNightly.ledger_id])
+        const reported = yield* updatedAt
+
+        // twenty minutes later in the workspace: the spell is not reported again
+        yield* pipeline.run(workload([call("work/1", "worker", t0 + 30 * HOUR + 20 * MINUTE)]), "idle", { into: tenant.tenant })
+        assert.deepStrictEqual(yield* updatedAt, reported)
+        assert.deepStrictEqual(yield* idle, [first!])
+
+        // two hours later: the same insight, its idle time brought up to date
+        yield* pipeline.run(workload([call("work/2", "worker", t0 + 32 * HOUR)]), "idle", { into: tenant.tenant })
+        const [refreshed] = yield* idle
+        assert.strictEqual((yield* idle).length, 1)
+        assert.strictEqual(refreshed!.insight_id, first!.insight_id)
+        assert.closeTo(Number(refreshed!.evidence.idle_hours) - Number(first!.evidence.idle_hours), 2, 0.01)
+        assert.strictEqual(refreshed!.evidence.decisions_in_week_before, 10)
+        assert.deepStrictEqual(refreshed!.ledger_ids, first!.ledger_ids)
+        assert.notDeepEqual(yield* updatedAt, reported)
+
+        // the job runs again, then falls silent: a new spell, a second insight
+        yield* pipeline.run(workload([call("nightly/again", "nightly-sync", t0 + 33 * HOUR), call("work/3", "worker", t0 + 60 * HOUR)]), "idle", {
+          into: tenant.tenant
+        })
+        const spells = yield* idle
+        assert.strictEqual(spells.length, 2)
+        assert.deepStrictEqual(spells.map((i) => i.evidence.decisions_in_week_before).sort(), [10, 11])
+      }))
+
     it.effect("session health gains the detectors' findings", () =>
       Effect.gen(function*() {
         const { pipeline, planted } = yield* Pipeline
