@@ -7,8 +7,16 @@
  */
 import { AppBridge } from "@modelcontextprotocol/ext-apps/app-bridge"
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import type { Protocol } from "@modelcontextprotocol/sdk/shared/protocol.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
-import type { CallToolResult, JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
+import {
+  type CallToolResult,
+  EmptyResultSchema,
+  type JSONRPCMessage,
+  type Notification,
+  type Request,
+  type Result
+} from "@modelcontextprotocol/sdk/types.js"
 import { Effect } from "effect"
 import type { Browser, Frame, Page } from "playwright-core"
 import { openPage, type RecordedRequests } from "./browser.ts"
@@ -42,6 +50,8 @@ export interface MountedApp {
   readonly page: Page
   readonly frame: Frame
   readonly requests: RecordedRequests
+  /** Delivers a tool result as the host does, and returns once the App has handled it (a ping behind it answered). */
+  deliver(result: CallToolResult): Effect.Effect<void>
 }
 
 /**
@@ -89,7 +99,14 @@ export const mountApp = (options: {
     yield* Effect.addFinalizer(() =>
       Effect.promise(() => bridge.teardownResource({})).pipe(Effect.timeout("2 seconds"), Effect.ignore)
     )
-    return { page, frame, requests } satisfies MountedApp
+    const deliver = (result: CallToolResult) =>
+      Effect.promise(async () => {
+        await bridge.sendToolResult(result)
+        // postMessage keeps order: the App has handled the result once it answers a ping sent after it
+        // (AppBridge's typings lose the Protocol methods it inherits)
+        await (bridge as unknown as Pick<Protocol<Request, Notification, Result>, "request">).request({ method: "ping" }, EmptyResultSchema)
+      })
+    return { page, frame, requests, deliver } satisfies MountedApp
   })
 
 /** Waits until the host has sized the iframe to the App's content (size-changed delivered), then for a paint. */

@@ -86,6 +86,8 @@ const root = document.documentElement;
 let nextId = 1;
 const pending = new Map();
 let hostCapabilities = {};
+/** the tool result the host delivered last, as JSON */
+let delivered = null;
 const post = (message) => window.parent.postMessage(message, "*");
 const request = (method, params) => new Promise((resolve, reject) => {
   const id = nextId++;
@@ -110,7 +112,12 @@ window.addEventListener("message", (event) => {
       : { jsonrpc: "2.0", id: message.id, error: { code: -32601, message: "Method not found: " + message.method } });
     return;
   }
-  if (message.method === "ui/notifications/tool-result") show(message.params, true);
+  if (message.method === "ui/notifications/tool-result") {
+    // a host may deliver the same result again (the view re-shown, a retry): redrawing would drop the reader's
+    // place — filters, sort, the view drilled into
+    const key = JSON.stringify(message.params);
+    if (key !== delivered) { delivered = key; show(message.params, true); }
+  }
   else if (message.method === "ui/notifications/host-context-changed") applyContext(message.params);
   else if (message.method === "ui/notifications/tool-cancelled") notice("The host cancelled this view.", false);
 });
