@@ -653,6 +653,17 @@ const oauthSweep = run([`GRANT DELETE ON oauth_tokens, oauth_authorizations TO l
 /** The loop detector reads a session's repeats of one call signature (Detectors.sessionRules), not the whole session. */
 const loopIndex = run([`CREATE INDEX decision_search_session_signature ON decision_search (session_id, call_signature, created_at)`])
 
+/**
+ * Registration is open (RFC 7591), so clients would pile up: the sweeper forgets a client never used a day after it
+ * registered, and one idle for OAUTH_CLIENT_IDLE_DAYS once no grant of it is left (OAuthStore.sweep). Clients that
+ * exist at this migration count as used now.
+ */
+const oauthClientUse = run([
+  `ALTER TABLE oauth_clients ADD COLUMN last_used_at timestamptz`,
+  `UPDATE oauth_clients SET last_used_at = now()`,
+  `GRANT DELETE ON oauth_clients TO ledger_control`
+])
+
 /** Ordered migrations; ids never change once released. */
 export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
   "0001_initial": initial,
@@ -662,5 +673,6 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0005_analytics": analytics,
   "0006_analytics_leases": analyticsLeases,
   "0007_oauth_sweep": oauthSweep,
-  "0008_loop_index": loopIndex
+  "0008_loop_index": loopIndex,
+  "0009_oauth_client_use": oauthClientUse
 }

@@ -390,7 +390,58 @@ describe("MCP OAuth", () => {
         assert.strictEqual(refreshOld.json.error, "invalid_grant")
         const refreshLive = yield* tokenRequest({ grant_type: "refresh_token", client_id: live.client.client_id, refresh_token: live.tokens.refresh_token })
         assert.strictEqual(refreshLive.status, 200)
-        assert.deepStrictEqual(yield* sweep, { tokens: 0, authorizations: 0 }, "nothing more to sweep")
+        assert.deepStrictEqual(yield* sweep, { tokens: 0, authorizations: 0, clients: 0 }, "nothing more to sweep")
+      }))
+
+    it.effect("the sweeper forgets clients never used a day after they registered, and used ones idle for 90 days once no grant is left", () =>
+      Effect.gen(function*() {
+        const { baseUrl, context } = yield* ApiStack
+        const redirect = "http://127.0.0.1:9/cb"
+        const registered = (yield* register(redirect)).body.client_id as string
+        const unused = (yield* register(redirect)).body.client_id as string
+        const idle = yield* grant(redirect)
+        const recent = yield* grant(redirect)
+        const live = yield* grant(redirect)
+        const usedAt = control(ScopedSql.use((sql) =>
+          sql<{ client_id: string; last_used_at: Date | null }>`SELECT client_id, last_used_at FROM oauth_clients
+            WHERE client_id IN (${registered}, ${idle.client.client_id})`
+        ))
+        const used = new Map((yield* usedAt).map((row) => [row.client_id, row.last_used_at]))
+        assert.isNull(used.get(registered), "registering is not a use")
+        assert.instanceOf(used.get(idle.client.client_id), Date, "a grant is")
+
+        yield* control(Effect.gen(function*() {
+          const sql = yield* ScopedSql
+          yield* sql`UPDATE oauth_clients SET created_at = now() - interval '2 days' WHERE client_id = ${unused}`
+          // idle and recent: their grants expired long ago; idle was last used 91 days ago, recent 10 days ago
+          for (const [client, days] of [[idle.client.client_id, 91], [recent.client.client_id, 10], [live.client.client_id, 91]] as const) {
+            yield* sql`UPDATE oauth_clients SET last_used_at = now() - make_interval(days => ${days}) WHERE client_id = ${client}`
+            if (client === live.client.client_id) continue
+            yield* sql`UPDATE oauth_tokens SET expires_at = now() - interval '40 days' WHERE client_id = ${client}`
+            yield* sql`UPDATE oauth_authorizations SET expires_at = now() - interval '40 days' WHERE client_id = ${client}`
+          }
+        }))
+        const sweep = OAuthStore.use((store) => store.sweep).pipe(Effect.provide(OAuthStore.layer), Effect.provide(context), Effect.orDie)
+        assert.strictEqual((yield* sweep).clients, 2)
+        const left = yield* control(ScopedSql.use((sql) =>
+          sql<{ client_id: string }>`SELECT client_id FROM oauth_clients
+            WHERE client_id IN (${registered}, ${unused}, ${idle.client.client_id}, ${recent.client.client_id}, ${live.client.client_id})`
+        ))
+        assert.sameMembers(left.map((row) => row.client_id), [registered, recent.client.client_id, live.client.client_id],
+          "a new registration, a client used 10 days ago and one with a live grant stay")
+
+        // a forgotten client is told to register again; the live grant still refreshes
+        const page = yield* Effect.promise(async () => {
+          const response = await fetch(`${baseUrl}/oauth/authorize?response_type=code&client_id=${unused}&redirect_uri=${encodeURIComponent(redirect)}`)
+          return { status: response.status, text: await response.text() }
+        })
+        assert.strictEqual(page.status, 400)
+        assert.include(page.text, "not registered here")
+        const refreshed = yield* tokenRequest({ grant_type: "refresh_token", client_id: live.client.client_id, refresh_token: live.tokens.refresh_token })
+        assert.strictEqual(refreshed.status, 200)
+        assert.isAbove((yield* control(ScopedSql.use((sql) =>
+          sql<{ last_used_at: Date }>`SELECT last_used_at FROM oauth_clients WHERE client_id = ${live.client.client_id}`
+        )))[0]!.last_used_at.getTime(), Date.now() - 60_000, "a refresh is a use")
       }))
 
     it.effect("registration and authorization refuse what they must; tokens are stored hashed", () =>

@@ -20,6 +20,10 @@ export const REFRESH_TOKEN_TTL_SECONDS = 30 * 86_400
 export const CODE_TTL_SECONDS = 600
 /** how long after expiry tokens and authorizations are kept before the sweeper deletes them */
 export const SWEEP_GRACE_SECONDS = 86_400
+/** a client never used is forgotten this long after it registered (MCP clients register right before they authorize) */
+export const OAUTH_CLIENT_UNUSED_SECONDS = 86_400
+/** a client is forgotten this long after its last use once no grant of it is left; it registers again */
+export const OAUTH_CLIENT_IDLE_DAYS = 90
 
 const REFRESH_PREFIX = "ldg_ort_"
 const CLIENT_SECRET_PREFIX = "ldg_ocs_"
@@ -118,9 +122,10 @@ export class OAuthStore extends Context.Service<OAuthStore, {
    * Deletes what can no longer be used, SWEEP_GRACE_SECONDS after it expired: tokens (a spent refresh token
    * presented again within its lifetime still revokes its grant), and authorizations — unanswered sign-ins,
    * unredeemed codes, grants — once no token descends from them (a code presented again while its tokens live
-   * still revokes them).
+   * still revokes them). Then clients with no authorization or token left: never used, OAUTH_CLIENT_UNUSED_SECONDS
+   * after they registered; used, OAUTH_CLIENT_IDLE_DAYS after their last use.
    */
-  readonly sweep: Effect.Effect<{ readonly tokens: number; readonly authorizations: number }, DatabaseUnavailable>
+  readonly sweep: Effect.Effect<{ readonly tokens: number; readonly authorizations: number; readonly clients: number }, DatabaseUnavailable>
 }>()("ledger/mcp/OAuthStore") {
   static readonly layer = Layer.effect(
     OAuthStore,
@@ -168,6 +173,13 @@ export class OAuthStore extends Context.Service<OAuthStore, {
         }))
       })
 
+      /** Records that a client was used (at most one write an hour per client: refreshes come hourly). */
+      const clientUsed = (clientId: string) =>
+        ScopedSql.use((sql) =>
+          sql`UPDATE oauth_clients SET last_used_at = now()
+            WHERE client_id = ${clientId} AND (last_used_at IS NULL OR last_used_at < now() - interval '1 hour')`
+        )
+
       const AUTHORIZATION_COLUMNS = `authorization_id, client_id, redirect_uri, code_challenge, state, scope, resource,
         tenant_id, user_id, workspace_id, expires_at, consented_at, code_used_at`
 
@@ -176,13 +188,15 @@ export class OAuthStore extends Context.Service<OAuthStore, {
         user: { readonly tenant_id: string; readonly user_id: string }
       ) {
         const ticket = random("")
-        yield* control(ScopedSql.use((sql) =>
-          sql`INSERT INTO oauth_authorizations (authorization_id, client_id, redirect_uri, code_challenge, state, scope, resource,
+        yield* control(Effect.gen(function*() {
+          const sql = yield* ScopedSql
+          yield* sql`INSERT INTO oauth_authorizations (authorization_id, client_id, redirect_uri, code_challenge, state, scope, resource,
                 tenant_id, user_id, ticket_hash, expires_at)
             VALUES (${Crypto.randomUUID()}, ${request.client_id}, ${request.redirect_uri}, ${request.code_challenge}, ${request.state},
                     ${request.scope}, ${request.resource}, ${user.tenant_id}, ${user.user_id}, ${hashToken(ticket)},
                     now() + make_interval(secs => ${CODE_TTL_SECONDS}))`
-        ))
+          yield* clientUsed(request.client_id)
+        }))
         return ticket
       })
 
@@ -240,6 +254,7 @@ export class OAuthStore extends Context.Service<OAuthStore, {
                 ${grant.tenant_id}, ${grant.workspace_id}, ${grant.user_id}, ${grant.scope}, ${grant.audience},
                 ${token.slice(0, prefix.length + 4)}, now() + make_interval(secs => ${ttl}))`
           }
+          yield* clientUsed(grant.client_id)
           return { access_token: access, refresh_token: refresh, expires_in: ACCESS_TOKEN_TTL_SECONDS, scope: grant.scope }
         })
 
@@ -310,7 +325,16 @@ export class OAuthStore extends Context.Service<OAuthStore, {
               AND NOT EXISTS (SELECT 1 FROM oauth_tokens t WHERE t.authorization_id = a.authorization_id)
             RETURNING 1)
           SELECT count(*)::int AS n FROM gone`
-        return { tokens: tokens?.n ?? 0, authorizations: authorizations?.n ?? 0 }
+        const [clients] = yield* sql<{ n: number }>`
+          WITH gone AS (
+            DELETE FROM oauth_clients c
+            WHERE CASE WHEN c.last_used_at IS NULL THEN c.created_at < now() - make_interval(secs => ${OAUTH_CLIENT_UNUSED_SECONDS})
+                ELSE c.last_used_at < now() - make_interval(days => ${OAUTH_CLIENT_IDLE_DAYS}) END
+              AND NOT EXISTS (SELECT 1 FROM oauth_authorizations a WHERE a.client_id = c.client_id)
+              AND NOT EXISTS (SELECT 1 FROM oauth_tokens t WHERE t.client_id = c.client_id)
+            RETURNING 1)
+          SELECT count(*)::int AS n FROM gone`
+        return { tokens: tokens?.n ?? 0, authorizations: authorizations?.n ?? 0, clients: clients?.n ?? 0 }
       })).pipe(Effect.withSpan("OAuthStore.sweep"))
 
       return OAuthStore.of({
@@ -337,9 +361,9 @@ const SWEEP_INTERVAL = Duration.hours(1)
 export const OAuthSweeper = Layer.effectDiscard(Effect.gen(function*() {
   const store = yield* OAuthStore
   yield* store.sweep.pipe(
-    Effect.tap(({ authorizations, tokens }) =>
-      tokens + authorizations > 0
-        ? Effect.logInfo("expired OAuth tokens and authorizations deleted", { tokens, authorizations })
+    Effect.tap((deleted) =>
+      deleted.tokens + deleted.authorizations + deleted.clients > 0
+        ? Effect.logInfo("expired OAuth tokens, authorizations and unused clients deleted", deleted)
         : Effect.void
     ),
     Effect.catch((error) => Effect.logWarning("OAuth sweep failed; the next round retries", { error: error.message })),
