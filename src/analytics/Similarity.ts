@@ -14,6 +14,7 @@ import type { DecisionFilters } from "../query/LedgerQuery.ts"
 import { type SummaryRow, toSummary } from "../query/ReadModel.ts"
 import type { SqlClient } from "effect/sql"
 import { ScopedSql } from "../store/TenantSql.ts"
+import { currentSessionId } from "../store/sessionAliases.ts"
 import type { SimilarDecision, SimilarResult } from "./schema.ts"
 import { similarity } from "./text.ts"
 
@@ -90,7 +91,7 @@ const filterConditions = (sql: SqlClient.SqlClient, filters: DecisionFilters) =>
   filters.min_quality === undefined ? sql`TRUE` : sql`d.quality >= ${filters.min_quality}`,
   filters.max_quality === undefined ? sql`TRUE` : sql`d.quality <= ${filters.max_quality}`,
   filters.agent_id === undefined ? sql`TRUE` : sql`d.agent_id = ${filters.agent_id}`,
-  filters.session_id === undefined ? sql`TRUE` : sql`d.session_id = ${filters.session_id}::uuid`,
+  filters.session_id === undefined ? sql`TRUE` : sql`d.session_id = ${currentSessionId(sql, filters.session_id)}`,
   filters.model === undefined ? sql`TRUE` : sql`d.model = ${filters.model}`
 ]
 

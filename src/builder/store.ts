@@ -335,6 +335,16 @@ const storeGroup = (scope: WorkspaceScope, group: ReadonlyArray<Reconstruction>,
         FROM UNNEST(${uuids(drops)}, ${uuids(drops.map((id) => plan.merged.get(id)!))}) AS m(dropped, keep)
         WHERE d.session_id = m.dropped`
       yield* sql`DELETE FROM sessions WHERE session_id = ANY(${uuids(drops)})`
+      // stored ids stay aliases of their survivor (0010); aliases of a folded session move to its survivor
+      const stored = drops.filter((id) => loaded.some((session) => session.session_id === id))
+      if (stored.length > 0) {
+        const keeps = uuids(stored.map((id) => plan.merged.get(id)!))
+        yield* sql`UPDATE session_aliases a SET merged_into = m.keep FROM UNNEST(${uuids(stored)}, ${keeps}) AS m(dropped, keep)
+          WHERE a.merged_into = m.dropped`
+        yield* sql`INSERT INTO session_aliases (session_id, tenant_id, workspace_id, merged_into)
+          SELECT m.dropped, ${scope.tenant_id}::uuid, ${scope.workspace_id}::uuid, m.keep FROM UNNEST(${uuids(stored)}, ${keeps}) AS m(dropped, keep)
+          ON CONFLICT (session_id) DO UPDATE SET merged_into = EXCLUDED.merged_into, merged_at = now()`
+      }
     }
 
     // rollups from stored values, folded sessions and the decisions actually inserted

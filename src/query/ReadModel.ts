@@ -16,6 +16,7 @@ import { BadRequest, DatabaseUnavailable, NotFound } from "../domain/errors.ts"
 import type { Agent, Session, SessionDetail } from "../domain/ledger.ts"
 import type { Principal } from "../domain/principal.ts"
 import { ScopedSql, TenantSql, unavailable } from "../store/TenantSql.ts"
+import { currentSessionId } from "../store/sessionAliases.ts"
 import { CursorSecret, decodeCursor, encodeCursor } from "./cursor.ts"
 import { HEALTH_WINDOW, type HealthSample, sessionHealth } from "./health.ts"
 import type {
@@ -458,16 +459,17 @@ export const makeLedgerQuery = Effect.gen(function*() {
       principal,
       Effect.gen(function*() {
         const sql = yield* ScopedSql
+        // an id merged into another session answers with that session (its own session_id)
         const [row] = yield* sql<SessionRow>`
           SELECT ${sql.literal(sessionColumns(principal))}
-          FROM ${sessionsSource(sql, principal, sql`session_id = ${id}::uuid`)}`
+          FROM ${sessionsSource(sql, principal, sql`session_id = ${currentSessionId(sql, id)}`)}`
         if (row === undefined) return yield* notFound("session", id)
         const mix = yield* sql<{ outcome: Outcome; intent: Intent; n: Count }>`
-          SELECT outcome, intent, count(*) AS n FROM decisions WHERE session_id = ${id} GROUP BY outcome, intent`
+          SELECT outcome, intent, count(*) AS n FROM decisions WHERE session_id = ${row.session_id} GROUP BY outcome, intent`
         const latest = yield* sql<SummaryRow & { last_step: string | null; prompt_tokens: number | null }>`
           SELECT ${sql.literal(SUMMARY_COLUMNS)}, derivation->'logic_trace'->-1->>'text' AS last_step,
             (usage->>'prompt_tokens')::float8 AS prompt_tokens
-          FROM decisions WHERE session_id = ${id}
+          FROM decisions WHERE session_id = ${row.session_id}
           ORDER BY created_at DESC, ledger_id DESC LIMIT ${HEALTH_WINDOW}`
         const outcomes: Record<string, number> = {}
         const intents: Record<string, number> = {}
@@ -543,7 +545,7 @@ export const makeLedgerQuery = Effect.gen(function*() {
       const { after, orderBy, k } = keyset(sql, DECISION_ORDERS[filters.order], request)
       const conditions: Array<Statement.Fragment> = [after]
       if (isRestricted(principal)) conditions.push(ownDecisions(sql, principal))
-      if (filters.session_id !== undefined) conditions.push(sql`session_id = ${filters.session_id}::uuid`)
+      if (filters.session_id !== undefined) conditions.push(sql`session_id = ${currentSessionId(sql, filters.session_id)}`)
       if (filters.agent_id !== undefined) conditions.push(sql`agent_id = ${filters.agent_id}`)
       if (filters.since !== undefined) conditions.push(sql`created_at >= ${filters.since}::timestamptz`)
       if (filters.until !== undefined) conditions.push(sql`created_at < ${filters.until}::timestamptz`)
@@ -579,7 +581,7 @@ export const makeLedgerQuery = Effect.gen(function*() {
         principal,
         Effect.gen(function*() {
           const sql = yield* ScopedSql
-          const visible = yield* sql`SELECT 1 FROM sessions WHERE session_id = ${id}`
+          const visible = yield* sql`SELECT 1 FROM sessions WHERE session_id = ${currentSessionId(sql, id)}`
           if (visible.length === 0) return yield* notFound("session", id)
           return yield* decisionPage(principal, filters, request)
         }).pipe(Effect.catchTag("SqlError", (error) => Effect.fail(unavailable(error))))
@@ -597,7 +599,7 @@ export const makeLedgerQuery = Effect.gen(function*() {
           const sql = yield* ScopedSql
           const [row] = yield* sql<DecisionRow>`
             SELECT ${sql.literal(SUMMARY_COLUMNS)}, stream, first_token_ms, derivation, error FROM decisions
-            WHERE ledger_id = ${id}::uuid ${session === undefined ? sql`` : sql`AND session_id = ${session}::uuid`}`
+            WHERE ledger_id = ${id}::uuid ${session === undefined ? sql`` : sql`AND session_id = ${currentSessionId(sql, session)}`}`
           if (row === undefined) return yield* notFound("decision", id)
           return toDecision(row)
         }).pipe(Effect.catchTag("SqlError", (error) => Effect.fail(unavailable(error))))

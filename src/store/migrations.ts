@@ -664,6 +664,28 @@ const oauthClientUse = run([
   `GRANT DELETE ON oauth_clients TO ledger_control`
 ])
 
+/**
+ * A late call that bridges two stored sessions makes the builder fold one into the other. The folded session's id
+ * stays an alias of the surviving one, so ids clients have seen (links, saved queries, agents' notes) keep working.
+ * Aliases pointing at a session that is folded later are moved to its survivor: one lookup always resolves.
+ */
+const sessionAliases = run([
+  `CREATE TABLE session_aliases (
+    session_id uuid PRIMARY KEY,
+    tenant_id uuid NOT NULL,
+    workspace_id uuid NOT NULL,
+    merged_into uuid NOT NULL,
+    merged_at timestamptz NOT NULL DEFAULT now()
+  )`,
+  `CREATE INDEX session_aliases_target ON session_aliases (tenant_id, workspace_id, merged_into)`,
+  `ALTER TABLE session_aliases ENABLE ROW LEVEL SECURITY`,
+  `ALTER TABLE session_aliases FORCE ROW LEVEL SECURITY`,
+  `CREATE POLICY session_aliases_tenant ON session_aliases TO ledger_reader, ledger_builder
+    USING (${indexableTenantScope}) WITH CHECK (${indexableTenantScope})`,
+  `GRANT SELECT ON session_aliases TO ledger_reader`,
+  `GRANT SELECT, INSERT, UPDATE ON session_aliases TO ledger_builder`
+])
+
 /** Ordered migrations; ids never change once released. */
 export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
   "0001_initial": initial,
@@ -674,5 +696,6 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0006_analytics_leases": analyticsLeases,
   "0007_oauth_sweep": oauthSweep,
   "0008_loop_index": loopIndex,
-  "0009_oauth_client_use": oauthClientUse
+  "0009_oauth_client_use": oauthClientUse,
+  "0010_session_aliases": sessionAliases
 }

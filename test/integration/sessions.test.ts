@@ -9,6 +9,8 @@ import { SqlClient } from "effect/sql"
 import * as Crypto from "node:crypto"
 import type { CaptureIdentity } from "../../bench/ingest/captures.ts"
 import { planSessions } from "../../src/builder/sessions.ts"
+import type { Principal } from "../../src/domain/principal.ts"
+import { LedgerQuery } from "../../src/query/LedgerQuery.ts"
 import { builderStack, captureJson, MINUTE, newWorkspace, publishAndBuild, recount, sessionPartition, T0 } from "./builder-harness.ts"
 
 const GAP = 30 * MINUTE
@@ -188,6 +190,35 @@ layer(builderStack("postgres"), { timeout: 120_000, excludeTestServices: true })
       const [agent] = yield* sql<{ session_count: number }>`SELECT session_count::int FROM agents WHERE agent_id = 'ops'`
       assert.strictEqual(agent!.session_count, 2)
       assert.deepStrictEqual(yield* recount, [])
+
+      // the folded session's id stays an alias: every read by it answers with the surviving session
+      const [survivor, folded] = [before[0]!.session_id, before[1]!.session_id]
+      const principal: Principal = { ...identity, role: "member", kind: "pat", token_id: identity.key_id }
+      const reads = (id: string) =>
+        Effect.gen(function*() {
+          const query = yield* LedgerQuery
+          return {
+            session: (yield* query.getSession(principal, id)).session_id,
+            decisions: (yield* query.listSessionDecisions(principal, id, {})).data.length,
+            filtered: (yield* query.listDecisions(principal, { session_id: id })).data.length,
+            decision: (yield* query.getDecision(principal, later[0]!.ledger_id, id)).session_id
+          }
+        }).pipe(Effect.provide(LedgerQuery.layer))
+      assert.deepStrictEqual(yield* reads(folded), { session: survivor, decisions: 6, filtered: 6, decision: survivor })
+
+      // a call bridging the session at -57 and the survivor folds the survivor into it (the earliest): both ids
+      // now resolve to that one, in one step
+      yield* build(identity, [call("ops", -41)])
+      const [earliest] = yield* sessionsOf("ops")
+      assert.strictEqual((yield* sessionsOf("ops")).length, 1)
+      const aliases = yield* sql<{ session_id: string; merged_into: string }>`
+        SELECT session_id::text, merged_into::text FROM session_aliases WHERE session_id IN (${survivor}, ${folded}) ORDER BY session_id`
+      assert.deepStrictEqual(aliases.map((a) => a.merged_into), [earliest!.session_id, earliest!.session_id])
+      for (const id of [survivor, folded]) {
+        assert.deepStrictEqual(yield* reads(id), { session: earliest!.session_id, decisions: 8, filtered: 8, decision: earliest!.session_id })
+      }
+      const unknown = yield* Effect.flip(LedgerQuery.use((query) => query.getSession(principal, Crypto.randomUUID())).pipe(Effect.provide(LedgerQuery.layer)))
+      assert.strictEqual(unknown._tag, "NotFound")
     }))
 
   it.effect("arrival order does not matter: shuffled timelines in random batches give the in-order sessions", () =>
