@@ -10,6 +10,7 @@
 import { Effect } from "effect"
 import { NotFound } from "../domain/errors.ts"
 import { ScopedSql } from "../store/TenantSql.ts"
+import { currentSessionId } from "../store/sessionAliases.ts"
 import { MAX_SUBJECT_SESSIONS, WORK_SUBJECT_KINDS } from "./rules.ts"
 import type { EdgeType, GraphEdge, GraphNode, GraphResult, NodeType } from "./schema.ts"
 
@@ -164,12 +165,16 @@ const edgesAmong = (nodes: ReadonlyArray<GraphNode>, edgeTypes: ReadonlyArray<Ed
   })
 
 /** Breadth-first walk from a node; NotFound when the node does not exist or is not visible. */
-export const traverse = (t: Traversal) =>
+export const traverse = (traversal: Traversal) =>
   Effect.gen(function*() {
-    if (!(yield* exists(t.type, t.id))) {
-      return yield* new NotFound({ message: `${t.type} ${t.id} not found` })
-    }
     const sql = yield* ScopedSql
+    // a session merged into another starts the walk at the survivor
+    const t = traversal.type === "session" && UUID.test(traversal.id)
+      ? { ...traversal, id: (yield* sql<{ id: string }>`SELECT ${currentSessionId(sql, traversal.id)}::text AS id`)[0]!.id }
+      : traversal
+    if (!(yield* exists(t.type, t.id))) {
+      return yield* new NotFound({ message: `${traversal.type} ${traversal.id} not found` })
+    }
     const out = t.direction !== "in"
     const inward = t.direction !== "out"
     const has = (type: EdgeType) => t.edgeTypes.includes(type)

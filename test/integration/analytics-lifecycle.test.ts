@@ -141,11 +141,18 @@ describe("analytics lifecycle", () => {
             (SELECT sum(decision_count)::int FROM session_subjects WHERE subject_id = 'ticket:OPS-9') AS subject_decisions`
         )).pipe(Effect.map((rows) => rows[0]!))
         assert.deepInclude(yield* state, { sessions: 2, analytics_sessions: 2, subject_sessions: 2, subject_decisions: 4 })
+        const ids = (yield* tenantSql.read(tenant.principal, ScopedSql.use((sql) =>
+          sql<{ session_id: string }>`SELECT session_id::text FROM sessions ORDER BY started_at`
+        ))).map((row) => row.session_id)
 
         // a late call between the two, within the inactivity gap of both: the builder folds them into one
         const late: Workload = { ...workload, calls: [callLike(template, "merge/late", t0 + 25 * MINUTE, ask(5))] }
         yield* pipeline.run(late, "merge", { into: tenant.tenant })
         assert.deepStrictEqual(yield* state, { sessions: 1, analytics_sessions: 1, stale: 0, subject_sessions: 1, subject_decisions: 5 })
+        // a walk from the folded session's id starts at the survivor
+        const walk = yield* pipeline.query.queryGraph(tenant.principal, { session_id: ids[1]!, depth: 1 })
+        assert.strictEqual(walk.start, `session:${ids[0]}`)
+        assert.isAbove(walk.edges.length, 0)
       }))
 
     it.effect("loops and low-quality streaks that grow over several detector passes (ties, merged sessions) are the ones one pass finds", () =>
