@@ -4,6 +4,11 @@
  */
 import type { SqlClient } from "effect/sql"
 
-/** The session an id names now, as a SQL expression: the id itself, or the session it was folded into. */
+/**
+ * The session an id names now, as a SQL expression: the id itself, or the session it was folded into. A sub-select
+ * as a whole, so Postgres computes it once and compares `session_id` with a plain value: a bare coalesce() is not
+ * leakproof, and under the ledger tables' restrictive policy the comparison then scanned the whole workspace
+ * instead of using the index (60 ms against 0.2 ms on 200k decisions).
+ */
 export const currentSessionId = (sql: SqlClient.SqlClient, id: string) =>
-  sql`coalesce((SELECT a.merged_into FROM session_aliases a WHERE a.session_id = ${id}::uuid), ${id}::uuid)`
+  sql`(SELECT coalesce((SELECT a.merged_into FROM session_aliases a WHERE a.session_id = ${id}::uuid), ${id}::uuid))`
