@@ -338,12 +338,12 @@ const storeGroup = (scope: WorkspaceScope, group: ReadonlyArray<Reconstruction>,
       // stored ids stay aliases of their survivor (0010); aliases of a folded session move to its survivor
       const stored = drops.filter((id) => loaded.some((session) => session.session_id === id))
       if (stored.length > 0) {
-        const keeps = uuids(stored.map((id) => plan.merged.get(id)!))
-        yield* sql`UPDATE session_aliases a SET merged_into = m.keep FROM UNNEST(${uuids(stored)}, ${keeps}) AS m(dropped, keep)
-          WHERE a.merged_into = m.dropped`
+        const [dropped, keeps] = [uuids(stored), uuids(stored.map((id) => plan.merged.get(id)!))]
+        yield* sql`UPDATE session_aliases SET merged_into = (${keeps})[array_position(${dropped}, merged_into)]
+          WHERE merged_into = ANY(${dropped})`
         yield* sql`INSERT INTO session_aliases (session_id, tenant_id, workspace_id, merged_into)
-          SELECT m.dropped, ${scope.tenant_id}::uuid, ${scope.workspace_id}::uuid, m.keep FROM UNNEST(${uuids(stored)}, ${keeps}) AS m(dropped, keep)
-          ON CONFLICT (session_id) DO UPDATE SET merged_into = EXCLUDED.merged_into, merged_at = now()`
+          SELECT m.dropped, ${scope.tenant_id}::uuid, ${scope.workspace_id}::uuid, m.keep FROM UNNEST(${dropped}, ${keeps}) AS m(dropped, keep)
+          ON CONFLICT (tenant_id, workspace_id, session_id) DO UPDATE SET merged_into = EXCLUDED.merged_into, merged_at = now()`
       }
     }
 

@@ -670,14 +670,18 @@ const oauthClientUse = run([
  * Aliases pointing at a session that is folded later are moved to its survivor: one lookup always resolves.
  */
 const sessionAliases = run([
+  // keyed under the tenant columns, and the merged_into index (for moving aliases on a later merge) without them:
+  // a lookup by id then has one index to choose whatever the statistics say (with the tenant columns in both, stale
+  // statistics made Postgres scan a workspace's aliases through the other: 100 ms at 100k aliases against 0.06 ms)
   `CREATE TABLE session_aliases (
-    session_id uuid PRIMARY KEY,
     tenant_id uuid NOT NULL,
     workspace_id uuid NOT NULL,
+    session_id uuid NOT NULL,
     merged_into uuid NOT NULL,
-    merged_at timestamptz NOT NULL DEFAULT now()
+    merged_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (tenant_id, workspace_id, session_id)
   )`,
-  `CREATE INDEX session_aliases_target ON session_aliases (tenant_id, workspace_id, merged_into)`,
+  `CREATE INDEX session_aliases_target ON session_aliases (merged_into)`,
   `ALTER TABLE session_aliases ENABLE ROW LEVEL SECURITY`,
   `ALTER TABLE session_aliases FORCE ROW LEVEL SECURITY`,
   `CREATE POLICY session_aliases_tenant ON session_aliases TO ledger_reader, ledger_builder
