@@ -12,6 +12,7 @@ import type { Principal } from "../domain/principal.ts"
 import { CursorSecret, decodeCursor, encodeCursor } from "../query/cursor.ts"
 import { DEFAULT_PAGE_LIMIT } from "../query/params.ts"
 import { ScopedSql, TenantSql } from "../store/TenantSql.ts"
+import { sessionIdsOf } from "../store/sessionAliases.ts"
 import { asUnavailable } from "./errors.ts"
 import { agentNetwork, traverse } from "./Graph.ts"
 import { ModelCalls } from "./ModelCalls.ts"
@@ -455,7 +456,7 @@ export class AnalyticsQuery extends Context.Service<AnalyticsQuery, {
               params.types === undefined ? sql`TRUE` : sql`type = ANY(${[...params.types]}::text[])`,
               params.severities === undefined ? sql`TRUE` : sql`severity = ANY(${[...params.severities]}::text[])`,
               params.agent_id === undefined ? sql`TRUE` : sql`${params.agent_id} = ANY(agent_ids)`,
-              params.session_id === undefined ? sql`TRUE` : sql`${params.session_id.toLowerCase()} = ANY(session_ids)`,
+              params.session_id === undefined ? sql`TRUE` : sql`session_ids && ${sessionIdsOf(sql, params.session_id.toLowerCase())}`,
               params.since === undefined ? sql`TRUE` : sql`window_end >= ${params.since}::timestamptz`,
               params.until === undefined ? sql`TRUE` : sql`window_start < ${params.until}::timestamptz`,
               page.after === undefined

@@ -661,7 +661,10 @@ const loopIndex = run([`CREATE INDEX decision_search_session_signature ON decisi
 const oauthClientUse = run([
   `ALTER TABLE oauth_clients ADD COLUMN last_used_at timestamptz`,
   `UPDATE oauth_clients SET last_used_at = now()`,
-  `GRANT DELETE ON oauth_clients TO ledger_control`
+  `GRANT DELETE ON oauth_clients TO ledger_control`,
+  // the sweep's checks, and the foreign keys a client's deletion checks, look clients up in both
+  `CREATE INDEX oauth_authorizations_client ON oauth_authorizations (client_id)`,
+  `CREATE INDEX oauth_tokens_client ON oauth_tokens (client_id)`
 ])
 
 /**
@@ -686,6 +689,9 @@ const sessionAliases = run([
   `ALTER TABLE session_aliases FORCE ROW LEVEL SECURITY`,
   `CREATE POLICY session_aliases_tenant ON session_aliases TO ledger_reader, ledger_builder
     USING (${indexableTenantScope}) WITH CHECK (${indexableTenantScope})`,
+  // a restricted member resolves only ids of sessions it can see (as for the sessions themselves)
+  `CREATE POLICY session_aliases_restricted ON session_aliases AS RESTRICTIVE TO ledger_reader
+    USING (${notRestricted} OR EXISTS (SELECT 1 FROM decisions d WHERE d.session_id = session_aliases.merged_into))`,
   `GRANT SELECT ON session_aliases TO ledger_reader`,
   `GRANT SELECT, INSERT, UPDATE ON session_aliases TO ledger_builder`
 ])

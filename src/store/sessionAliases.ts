@@ -12,3 +12,11 @@ import type { SqlClient } from "effect/sql"
  */
 export const currentSessionId = (sql: SqlClient.SqlClient, id: string) =>
   sql`(SELECT coalesce((SELECT a.merged_into FROM session_aliases a WHERE a.session_id = ${id}::uuid), ${id}::uuid))`
+
+/**
+ * The ids a session has gone by, as a SQL text[]: its current id and every id folded into it. For records that keep
+ * the session ids of their time (insights), so a filter by any of them finds them all.
+ */
+export const sessionIdsOf = (sql: SqlClient.SqlClient, id: string) =>
+  sql`ARRAY(SELECT s.id::text FROM (SELECT ${currentSessionId(sql, id)} AS id
+    UNION SELECT a.session_id FROM session_aliases a WHERE a.merged_into = ${currentSessionId(sql, id)}) s)`

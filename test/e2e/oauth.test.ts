@@ -437,6 +437,16 @@ describe("MCP OAuth", () => {
         })
         assert.strictEqual(page.status, 400)
         assert.include(page.text, "not registered here")
+        // a sign-in that looked the client up just before the sweep deleted it: no ticket (the page says register
+        // again), not a foreign-key failure
+        const { principal } = yield* ApiStack
+        const ticket = yield* OAuthStore.use((store) =>
+          store.startAuthorization(
+            { client_id: unused, redirect_uri: redirect, code_challenge: pkce().challenge, state: null, scope: "ledger", resource: `${baseUrl}/mcp` },
+            principal
+          )
+        ).pipe(Effect.provide(OAuthStore.layer), Effect.provide(context), Effect.orDie)
+        assert.isUndefined(ticket)
         const refreshed = yield* tokenRequest({ grant_type: "refresh_token", client_id: live.client.client_id, refresh_token: live.tokens.refresh_token })
         assert.strictEqual(refreshed.status, 200)
         assert.isAbove((yield* control(ScopedSql.use((sql) =>

@@ -153,6 +153,18 @@ describe("analytics lifecycle", () => {
         const walk = yield* pipeline.query.queryGraph(tenant.principal, { session_id: ids[1]!, depth: 1 })
         assert.strictEqual(walk.start, `session:${ids[0]}`)
         assert.isAbove(walk.edges.length, 0)
+        // an insight recorded under the folded id is found by either id
+        const scope = { tenant_id: tenant.principal.tenant_id, workspace_id: tenant.principal.workspace_id }
+        yield* tenantSql.write(scope, ScopedSql.use((sql) =>
+          sql`INSERT INTO insights (insight_id, tenant_id, workspace_id, dedup_key, type, severity, title, evidence, window_start,
+              window_end, agent_ids, session_ids, ledger_ids)
+            VALUES (gen_random_uuid(), ${scope.tenant_id}::uuid, ${scope.workspace_id}::uuid, 'merge-test', 'loop', 'info', 'before the merge',
+              '{}'::jsonb, now(), now(), ARRAY['reviewer'], ARRAY[${ids[1]!}], ARRAY[]::text[])`
+        ))
+        for (const id of ids) {
+          const found = yield* pipeline.query.listInsights(tenant.principal, { session_id: id })
+          assert.deepStrictEqual(found.data.map((i) => i.title), ["before the merge"], id)
+        }
       }))
 
     it.effect("loops and low-quality streaks that grow over several detector passes (ties, merged sessions) are the ones one pass finds", () =>

@@ -36,6 +36,7 @@ class OAuthError extends Schema.TaggedError<OAuthError>()("OAuthError", {
 }) {}
 
 const MAX_BODY_BYTES = 64 * 1024
+const UNREGISTERED_CLIENT = "This client is not registered here. Let the MCP client register again and retry."
 /**
  * Client registrations accepted per connecting address and minute, in bursts of as many. Registration is open to
  * anyone (RFC 7591) and each one is a stored client; an MCP client registers once and keeps its client id.
@@ -270,9 +271,7 @@ export const OAuthRoutes = HttpRouter.use(Effect.fnUntraced(function*(router) {
     const clientId = params.get("client_id")
     if (!clientId) return { _tag: "Page", message: "The request names no client (client_id is missing)." } satisfies AuthorizeCheck
     const client = yield* store.client(clientId)
-    if (client === undefined) {
-      return { _tag: "Page", message: "This client is not registered here. Let the MCP client register again and retry." } satisfies AuthorizeCheck
-    }
+    if (client === undefined) return { _tag: "Page", message: UNREGISTERED_CLIENT } satisfies AuthorizeCheck
     const requested = params.get("redirect_uri") ?? (client.redirect_uris.length === 1 ? client.redirect_uris[0]! : null)
     if (requested === null || !client.redirect_uris.some((uri) => sameRedirect(uri, requested))) {
       return { _tag: "Page", message: "The redirect URI does not match the client's registration." } satisfies AuthorizeCheck
@@ -340,6 +339,7 @@ export const OAuthRoutes = HttpRouter.use(Effect.fnUntraced(function*(router) {
     }
     const { email, workspaces } = yield* store.memberships(principal.tenant_id, principal.user_id)
     const ticket = yield* store.startAuthorization(check.request, principal)
+    if (ticket === undefined) return pageResponse(errorPage(UNREGISTERED_CLIENT), 400)
     return pageResponse(
       consentPage({
         clientName: clientName(check.client),

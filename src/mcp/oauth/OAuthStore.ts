@@ -98,8 +98,14 @@ export class OAuthStore extends Context.Service<OAuthStore, {
   client(clientId: string): Effect.Effect<OAuthClient | undefined, DatabaseUnavailable>
   /** The workspaces the user is a member of, with the user's email. */
   memberships(tenantId: string, userId: string): Effect.Effect<{ readonly email: string; readonly workspaces: ReadonlyArray<Membership> }, DatabaseUnavailable>
-  /** Records a signed-in user's authorization request; returns the ticket that carries it to the consent step. */
-  startAuthorization(request: AuthorizationRequest, user: { readonly tenant_id: string; readonly user_id: string }): Effect.Effect<string, DatabaseUnavailable>
+  /**
+   * Records a signed-in user's authorization request; returns the ticket that carries it to the consent step, or
+   * undefined when the client is gone (the sweeper deleted it since it was looked up).
+   */
+  startAuthorization(
+    request: AuthorizationRequest,
+    user: { readonly tenant_id: string; readonly user_id: string }
+  ): Effect.Effect<string | undefined, DatabaseUnavailable>
   /** The pending authorization of a ticket (unexpired, not yet answered). */
   pendingAuthorization(ticket: string): Effect.Effect<Authorization | undefined, DatabaseUnavailable>
   /** Consent for a workspace: closes the ticket and returns the one-time authorization code. */
@@ -188,16 +194,21 @@ export class OAuthStore extends Context.Service<OAuthStore, {
         user: { readonly tenant_id: string; readonly user_id: string }
       ) {
         const ticket = random("")
-        yield* control(Effect.gen(function*() {
+        return yield* control(Effect.gen(function*() {
           const sql = yield* ScopedSql
-          yield* sql`INSERT INTO oauth_authorizations (authorization_id, client_id, redirect_uri, code_challenge, state, scope, resource,
-                tenant_id, user_id, ticket_hash, expires_at)
-            VALUES (${Crypto.randomUUID()}, ${request.client_id}, ${request.redirect_uri}, ${request.code_challenge}, ${request.state},
-                    ${request.scope}, ${request.resource}, ${user.tenant_id}, ${user.user_id}, ${hashToken(ticket)},
-                    now() + make_interval(secs => ${CODE_TTL_SECONDS}))`
+          // from the client's row, locked: a sweep deleting it meanwhile leaves nothing to insert (rather than a
+          // foreign-key error)
+          const inserted = yield* sql`INSERT INTO oauth_authorizations (authorization_id, client_id, redirect_uri, code_challenge,
+                state, scope, resource, tenant_id, user_id, ticket_hash, expires_at)
+            SELECT ${Crypto.randomUUID()}, c.client_id, ${request.redirect_uri}, ${request.code_challenge}, ${request.state},
+                   ${request.scope}, ${request.resource}, ${user.tenant_id}, ${user.user_id}, ${hashToken(ticket)},
+                   now() + make_interval(secs => ${CODE_TTL_SECONDS})
+            FROM oauth_clients c WHERE c.client_id = ${request.client_id} FOR KEY SHARE
+            RETURNING 1`
+          if (inserted.length === 0) return undefined
           yield* clientUsed(request.client_id)
+          return ticket
         }))
-        return ticket
       })
 
       const pendingAuthorization = Effect.fn("OAuthStore.pendingAuthorization")(function*(ticket: string) {

@@ -114,8 +114,9 @@ window.addEventListener("message", (event) => {
   }
   if (message.method === "ui/notifications/tool-result") {
     // a host may deliver the same result again (the view re-shown, a retry): redrawing would drop the reader's
-    // place — filters, sort, the view drilled into
-    const key = JSON.stringify(message.params);
+    // place — filters, sort, the view drilled into; unless drilling has become possible since (a result delivered
+    // before initialisation finished was drawn without links)
+    const key = canDrill() + JSON.stringify(message.params);
     if (key !== delivered) { delivered = key; show(message.params, true); }
   }
   else if (message.method === "ui/notifications/host-context-changed") applyContext(message.params);
