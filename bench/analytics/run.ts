@@ -34,7 +34,7 @@ import { Credentials } from "../../src/store/Credentials.ts"
 import { ScopedSql, TenantSql } from "../../src/store/TenantSql.ts"
 import { freePort } from "../../test/support/ports.ts"
 import { testSettings } from "../../test/support/settings.ts"
-import { BENCH_TENANTS, BENCH_WORKSPACES, benchDatabase, countDecisions, seedReadsLedger } from "../reads/seed.ts"
+import { analyseDatabase, BENCH_TENANTS, BENCH_WORKSPACES, benchDatabase, countDecisions, seedReadsLedger } from "../reads/seed.ts"
 
 const { values } = parseArgs({
   options: {
@@ -127,8 +127,6 @@ const sampleScenarios = (principal: Principal) =>
 const owner = <A>(databaseUrl: string, statement: (sql: PgClient.PgClient) => Effect.Effect<A, unknown>) =>
   Effect.scoped(PgClient.PgClient.use(statement).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(databaseUrl), maxConnections: 1 }))))
 
-const analyze = (databaseUrl: string) => owner(databaseUrl, (sql) => sql`ANALYZE`)
-
 /** `tools/call` over streamable HTTP, as an MCP client sends it; fails on a protocol or tool error. */
 const callTool = async (baseUrl: string, pat: string, name: string, args: Record<string, unknown>, id: number) => {
   const response = await fetch(`${baseUrl}/mcp`, {
@@ -174,12 +172,12 @@ const program = Effect.gen(function*() {
     for (let round = 1; ; round++) {
       const done = yield* Materializer.use((m) => m.round)
       materialized += done
-      if (round % 5 === 1) yield* analyze(databaseUrl)
+      if (round % 5 === 1) yield* analyseDatabase(databaseUrl)
       console.log(`materialised ${materialized} (${Math.round(materialized / ((performance.now() - started) / 1000))}/s)`)
       if (done === 0) break
     }
     materialized += yield* Materializer.use((m) => m.catchUp)
-    yield* analyze(databaseUrl)
+    yield* analyseDatabase(databaseUrl)
     const materializeSeconds = (performance.now() - started) / 1000
     const detectStarted = performance.now()
     yield* Detectors.use((d) => d.catchUp)

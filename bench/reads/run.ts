@@ -25,7 +25,16 @@ import { Authenticator } from "../../src/api/Authenticator.ts"
 import { Credentials } from "../../src/store/Credentials.ts"
 import { ScopedSql, TenantSql } from "../../src/store/TenantSql.ts"
 import { freePort } from "../../test/support/ports.ts"
-import { BENCH_DATABASE, BENCH_TENANTS, BENCH_WORKSPACES, benchDatabase, benchStore, countDecisions, seedReadsLedger } from "./seed.ts"
+import {
+  analyseDatabase,
+  BENCH_DATABASE,
+  BENCH_TENANTS,
+  BENCH_WORKSPACES,
+  benchDatabase,
+  benchStore,
+  countDecisions,
+  seedReadsLedger
+} from "./seed.ts"
 
 // autocannon ships no type declarations
 const autocannon: (options: object, done: (error: unknown, result: any) => void) => any = createRequire(import.meta.url)("autocannon")
@@ -206,6 +215,7 @@ const program = Effect.gen(function*() {
     if (existing === 0) {
       console.log(`seeding ${target} decisions into ${values.database} ...`)
       yield* seedReadsLedger({ decisions: target })
+      yield* analyseDatabase(databaseUrl)
     } else {
       console.log(`${values.database}: ${existing} decisions`)
     }
