@@ -122,35 +122,59 @@ export interface Measured {
   readonly p99Ms: number
 }
 
-export const measure = async (
+/** One autocannon run: its calls, errors and the time of every answered request. */
+export interface Sample {
+  readonly seconds: number
+  readonly requests: number
+  readonly errors: number
+  readonly errorKinds: ReadonlyArray<string>
+  readonly times: ReadonlyArray<number>
+}
+
+export const sample = async (
   url: string,
   headers: Record<string, string>,
   body: string,
   connections: number,
-  duration: number
-): Promise<Measured> => {
+  seconds: number
+): Promise<Sample> => {
   const times: Array<number> = []
-  const instance = autocannon({ url, method: "POST", headers, body, connections, duration, pipelining: 1 })
+  const instance = autocannon({ url, method: "POST", headers, body, connections, duration: seconds, pipelining: 1 })
   instance.on("response", (_client: unknown, _status: number, _bytes: number, responseTime: number) => {
     times.push(responseTime)
   })
   const result = await instance
-  times.sort((a, b) => a - b)
-  const quantile = (q: number) => times[Math.min(times.length - 1, Math.floor(q * times.length))] ?? 0
   return {
-    rps: result.requests.total / duration,
+    seconds,
     requests: result.requests.total,
     errors: result.errors + result.non2xx + result.timeouts,
     errorKinds: [
       ...Object.entries(result.statusCodeStats).filter(([status]) => !status.startsWith("2")).map(([status, { count }]) => `${count}x${status}`),
       ...(result.errors > 0 ? [`${result.errors} socket errors`] : []),
       ...(result.timeouts > 0 ? [`${result.timeouts} timeouts`] : [])
-    ].join(", "),
+    ],
+    times
+  }
+}
+
+/** Several samples of one target taken as one measurement: calls over their total time, latency over all calls. */
+export const summarise = (samples: ReadonlyArray<Sample>): Measured => {
+  const times = samples.flatMap((s) => s.times).sort((a, b) => a - b)
+  const quantile = (q: number) => times[Math.min(times.length - 1, Math.floor(q * times.length))] ?? 0
+  const requests = samples.reduce((sum, s) => sum + s.requests, 0)
+  return {
+    rps: requests / samples.reduce((sum, s) => sum + s.seconds, 0),
+    requests,
+    errors: samples.reduce((sum, s) => sum + s.errors, 0),
+    errorKinds: samples.flatMap((s) => s.errorKinds).join(", "),
     meanMs: times.reduce((sum, t) => sum + t, 0) / Math.max(1, times.length),
     p50Ms: quantile(0.5),
     p99Ms: quantile(0.99)
   }
 }
+
+/** One autocannon run, summarised. */
+export const measure = async (...run: Parameters<typeof sample>): Promise<Measured> => summarise([await sample(...run)])
 
 export interface GatewayProcess {
   readonly child: ChildProcess

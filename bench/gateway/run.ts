@@ -2,7 +2,7 @@
  * Gateway benchmark: autocannon against the fake provider directly, and through the gateway (capture on, Redis
  * stream), in the same run, at 1 and 32 connections.
  *
- *   npx node bench/gateway/run.ts [--rounds 5] [--duration 5] [--warmup 10] [--connections 1,32] [--stream]
+ *   npx node bench/gateway/run.ts [--rounds 5] [--duration 5] [--slices 5] [--warmup 10] [--connections 1,32] [--stream]
  *
  * Four processes: the fake provider (child), the gateway as shipped (`ledger serve --roles gateway` as a child,
  * embedded database, REDIS_URL or the local Redis, a stream key of its own), a bare Node proxy (bare-proxy.ts: what
@@ -11,9 +11,12 @@
  * histogram has 1 ms resolution, so the times are taken from its response events).
  *
  * Rounds: on a shared 2-core VM one 10 s figure of the same code varies by ±15 % from minute to minute (other
- * tenants, scheduling of four busy processes on two cores), so a ratio of two figures taken a minute apart is
- * noisier still. Each round measures direct, bare proxy and gateway back to back (the order rotating), the ratios
- * are taken within a round, and the targets are judged on the median round.
+ * tenants, scheduling of four busy processes on two cores), and the machine's speed drifts within seconds (the fake
+ * provider's own CPU per call moved by up to 40 % between 5 s windows), so a ratio of two figures taken even
+ * seconds apart is noisy. Each round gives every target `duration` seconds, taken in `slices` interleaved slices
+ * (direct, bare proxy, gateway, the order rotating from slice to slice and round to round), so a drift slower than a
+ * few seconds weighs on the three alike; a round's figures pool its slices (calls over time, latency over all calls),
+ * the ratios are taken within a round, and the targets are judged on the median round.
  *
  * CPU per call: each process's CPU time (Linux /proc, Redis's INFO) over a measurement, divided by the calls made.
  * Absolute figures drift with the VM, so the gateway's CPU per call is also given relative to the fake provider's
@@ -26,10 +29,24 @@ import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { createClient } from "redis"
-import { mainThreadCpu, type Measured, measure, option, processCpu, startChild, startGateway, stopChildren } from "./harness.ts"
+import {
+  mainThreadCpu,
+  type Measured,
+  measure,
+  option,
+  processCpu,
+  type Sample,
+  sample,
+  startChild,
+  startGateway,
+  stopChildren,
+  summarise
+} from "./harness.ts"
 
 const ROUNDS = Math.max(1, Number(option("rounds", "5")))
 const DURATION_S = Number(option("duration", "5"))
+/** interleaved slices per target and round (each DURATION_S / SLICES seconds) */
+const SLICES = Math.max(1, Number(option("slices", "5")))
 /** per target and connection count: long enough for V8 to finish optimising the gateway (2 s left round 1 slowest) */
 const WARMUP_S = Number(option("warmup", "10"))
 const CONNECTIONS = option("connections", "1,32").split(",").map(Number)
@@ -74,29 +91,29 @@ const main = async () => {
       const seconds = (name: string) => Number(new RegExp(`^${name}:(\\S+)`, "m").exec(info)?.[1] ?? NaN)
       return seconds("used_cpu_user") + seconds("used_cpu_sys")
     }
-    /** CPU µs per call of each process while `run` ran, keyed by process */
-    const cpuPerCall = async (run: () => Promise<Measured>) => {
-      const pids = { fake: fake.child.pid, bare: bare.child.pid, gateway: gateway.child.pid }
-      const before = Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, processCpu(pid)]))
-      const gatewayMainBefore = mainThreadCpu(pids.gateway)
-      const redisBefore = await redisCpu()
-      const measured = await run()
-      const redisAfter = await redisCpu()
-      const perCall = (b: number | undefined, a: number | undefined) =>
-        b === undefined || a === undefined ? NaN : ((a - b) * 1e6) / Math.max(1, measured.requests)
-      const cpu = Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, perCall(before[name], processCpu(pid))]))
-      return {
-        measured,
-        cpu: {
-          fake: cpu.fake!,
-          bare: cpu.bare!,
-          gateway: cpu.gateway!,
-          gatewayMain: perCall(gatewayMainBefore, mainThreadCpu(pids.gateway)),
-          redis: perCall(redisBefore, redisAfter)
-        }
-      }
+    /** CPU seconds used so far by each process (Redis through INFO) */
+    const cpuNow = async () => ({
+      fake: processCpu(fake.child.pid) ?? NaN,
+      bare: processCpu(bare.child.pid) ?? NaN,
+      gateway: processCpu(gateway.child.pid) ?? NaN,
+      gatewayMain: mainThreadCpu(gateway.child.pid) ?? NaN,
+      redis: await redisCpu()
+    })
+    type Cpu = Awaited<ReturnType<typeof cpuNow>>
+    const noCpu = (): Cpu => ({ fake: 0, bare: 0, gateway: 0, gatewayMain: 0, redis: 0 })
+    /** One slice of a target: its sample, and the CPU each process used meanwhile added to `cpu` */
+    const slice = async (target: (typeof targets)[number], connections: number, seconds: number, cpu: Cpu): Promise<Sample> => {
+      const before = await cpuNow()
+      const taken = await sample(target.url, target.headers, target.body, connections, seconds)
+      const after = await cpuNow()
+      for (const name of Object.keys(cpu) as Array<keyof Cpu>) cpu[name] += after[name] - before[name]
+      return taken
     }
-    type CpuPerCall = Awaited<ReturnType<typeof cpuPerCall>>["cpu"]
+    /** CPU µs per call of each process over a target's slices in a round */
+    const perCall = (cpu: Cpu, calls: number): Cpu => {
+      const per = (seconds: number) => (seconds * 1e6) / Math.max(1, calls)
+      return { fake: per(cpu.fake), bare: per(cpu.bare), gateway: per(cpu.gateway), gatewayMain: per(cpu.gatewayMain), redis: per(cpu.redis) }
+    }
 
     const targets = [direct, viaBareProxy, viaGateway]
     const rows: Array<{
@@ -105,29 +122,31 @@ const main = async () => {
       direct: Measured
       bare: Measured
       gateway: Measured
-      bareCpu: CpuPerCall
-      gatewayCpu: CpuPerCall
+      bareCpu: Cpu
+      gatewayCpu: Cpu
       load: string
     }> = []
     for (const connections of CONNECTIONS) {
       for (const target of targets) await measure(target.url, target.headers, target.body, connections, WARMUP_S)
       for (let round = 0; round < ROUNDS; round++) {
         const load = Os.loadavg().map((l) => l.toFixed(2)).join(" ")
-        const measured = new Array<{ measured: Measured; cpu: CpuPerCall }>(targets.length)
-        for (let i = 0; i < targets.length; i++) {
-          const at = (round + i) % targets.length
-          const target = targets[at]!
-          measured[at] = await cpuPerCall(() => measure(target.url, target.headers, target.body, connections, DURATION_S))
+        const samples = targets.map((): Array<Sample> => [])
+        const cpu = targets.map(noCpu)
+        for (let s = 0; s < SLICES; s++) {
+          for (let i = 0; i < targets.length; i++) {
+            const at = (round + s + i) % targets.length
+            samples[at]!.push(await slice(targets[at]!, connections, DURATION_S / SLICES, cpu[at]!))
+          }
         }
-        const [d, b, g] = measured as [typeof measured[number], typeof measured[number], typeof measured[number]]
+        const [d, b, g] = samples.map(summarise) as [Measured, Measured, Measured]
         rows.push({
           connections,
           round: round + 1,
-          direct: d.measured,
-          bare: b.measured,
-          gateway: g.measured,
-          bareCpu: b.cpu,
-          gatewayCpu: g.cpu,
+          direct: d,
+          bare: b,
+          gateway: g,
+          bareCpu: perCall(cpu[1]!, b.requests),
+          gatewayCpu: perCall(cpu[2]!, g.requests),
           load
         })
       }
@@ -154,7 +173,7 @@ const main = async () => {
         : { median: median(values), text: `${fmt(median(values), digits)} (rounds ${values.map((v) => fmt(v, digits)).join(", ")})` }
     }
     const lines = [
-      `Gateway benchmark (${STREAM ? "streamed" : "non-streamed"} chat completions, ${ROUNDS} rounds of ${DURATION_S} s per target after ${WARMUP_S} s warm-up)`,
+      `Gateway benchmark (${STREAM ? "streamed" : "non-streamed"} chat completions, ${ROUNDS} rounds of ${DURATION_S} s per target in ${SLICES} interleaved slices, after ${WARMUP_S} s warm-up)`,
       `node ${process.version}, ${Os.cpus().length} CPUs (${Os.cpus()[0]?.model ?? "?"})`,
       "",
       "| connections | round | direct req/s | bare proxy req/s (ratio, added mean ms) | gateway req/s | ratio | direct mean / p50 ms | gateway mean / p50 / p99 ms | added mean / p50 ms | errors | load avg (1/5/15 min) |",
