@@ -121,7 +121,7 @@ export const writeDeterministicSummaries = (sessionIds: ReadonlyArray<string>, k
     })
     const rewritten = states.filter((state) => !keepModelSummaries || state.modelSummarizedAt === null).map((state) => state.facts)
     if (rewritten.length > 0) {
-      yield* sql`UPDATE sessions s SET summary = t.summary
+      yield* sql`UPDATE sessions s SET summary = t.summary, summary_by_analytics = true
         FROM UNNEST(${rewritten.map((f) => f.session_id)}::uuid[], ${rewritten.map(deterministicSummary)}::text[]) AS t(session_id, summary)
         WHERE s.session_id = t.session_id`
     }
@@ -165,7 +165,7 @@ export const writeModelSummaries = (model: string, written: ReadonlyArray<{ sess
     if (written.length === 0) return
     const sql = yield* ScopedSql
     const ids = written.map((w) => w.session_id)
-    yield* sql`UPDATE sessions s SET summary = t.summary
+    yield* sql`UPDATE sessions s SET summary = t.summary, summary_by_analytics = true
       FROM UNNEST(${ids}::uuid[], ${written.map((w) => w.summary)}::text[]) AS t(session_id, summary)
       WHERE s.session_id = t.session_id`
     yield* sql`UPDATE analytics_sessions a SET summary_source = ${`model:${model}`}, summarized_decisions = t.n, summarized_at = now()

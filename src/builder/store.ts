@@ -200,7 +200,10 @@ const insertDecisions = (scope: WorkspaceScope, items: ReadonlyArray<Reconstruct
     return new Set(rows.map((row) => row.ledger_id))
   })
 
-/** Absolute session rollups (the agent lock makes read-modify-write safe); new sessions are inserted. */
+/**
+ * Absolute session rollups (the agent lock makes read-modify-write safe); new sessions are inserted. The builder's
+ * summary is written until analytics has written one of its own (migration 0011).
+ */
 export const writeSessions = (
   scope: WorkspaceScope,
   sessions: ReadonlyArray<{ readonly session_id: string; readonly agent_id: string; readonly execution_id: string | null; readonly rollup: SessionRollup }>
@@ -224,7 +227,8 @@ export const writeSessions = (
              total_tokens, summary)
       ON CONFLICT (session_id) DO UPDATE SET started_at = EXCLUDED.started_at, ended_at = EXCLUDED.ended_at,
         decision_count = EXCLUDED.decision_count, error_count = EXCLUDED.error_count,
-        total_cost_usd = EXCLUDED.total_cost_usd, total_tokens = EXCLUDED.total_tokens, summary = EXCLUDED.summary`
+        total_cost_usd = EXCLUDED.total_cost_usd, total_tokens = EXCLUDED.total_tokens,
+        summary = CASE WHEN sessions.summary_by_analytics THEN sessions.summary ELSE EXCLUDED.summary END`
   })
 
 interface AgentDelta {

@@ -696,6 +696,16 @@ const sessionAliases = run([
   `GRANT SELECT, INSERT, UPDATE ON session_aliases TO ledger_builder`
 ])
 
+/**
+ * `sessions.summary` has two writers. The builder writes a short summary as it builds; analytics, where it runs,
+ * writes its own (from the summary model when one is configured) in its session passes. Once analytics has written a
+ * session's summary it owns it: the builder keeps updating the rollup and leaves the summary alone, so a model
+ * summary is not replaced by the builder's at the session's next decision (it was, until the session had grown by
+ * ten more and the model rewrote it). Analytics rewrites its summary after every pass that finds the session
+ * changed.
+ */
+const sessionSummaryOwner = run([`ALTER TABLE sessions ADD COLUMN summary_by_analytics boolean NOT NULL DEFAULT false`])
+
 /** Ordered migrations; ids never change once released. */
 export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
   "0001_initial": initial,
@@ -707,5 +717,6 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0007_oauth_sweep": oauthSweep,
   "0008_loop_index": loopIndex,
   "0009_oauth_client_use": oauthClientUse,
-  "0010_session_aliases": sessionAliases
+  "0010_session_aliases": sessionAliases,
+  "0011_session_summary_owner": sessionSummaryOwner
 }

@@ -10,7 +10,9 @@ import * as Crypto from "node:crypto"
 import type { CaptureIdentity } from "../../bench/ingest/captures.ts"
 import { planSessions } from "../../src/builder/sessions.ts"
 import type { Principal } from "../../src/domain/principal.ts"
+import { deterministicSummary, writeDeterministicSummaries, writeModelSummaries } from "../../src/analytics/Summaries.ts"
 import { LedgerQuery } from "../../src/query/LedgerQuery.ts"
+import { TenantSql } from "../../src/store/TenantSql.ts"
 import { builderStack, captureJson, MINUTE, newWorkspace, publishAndBuild, recount, sessionPartition, T0 } from "./builder-harness.ts"
 
 const GAP = 30 * MINUTE
@@ -219,6 +221,41 @@ layer(builderStack("postgres"), { timeout: 120_000, excludeTestServices: true })
       }
       const unknown = yield* Effect.flip(LedgerQuery.use((query) => query.getSession(principal, Crypto.randomUUID())).pipe(Effect.provide(LedgerQuery.layer)))
       assert.strictEqual(unknown._tag, "NotFound")
+    }))
+
+  it.effect("the builder writes a session's summary until analytics has written one; then it keeps analytics'", () =>
+    Effect.gen(function*() {
+      const identity = yield* newWorkspace()
+      const tenantSql = yield* TenantSql
+      const stored = Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const [row] = yield* sql<{ session_id: string; decision_count: number; summary: string }>`
+          SELECT session_id, decision_count::int, summary FROM sessions WHERE agent_id = 'summarised'`
+        return row!
+      })
+      yield* build(identity, [call("summarised", 0)])
+      const first = yield* stored
+      yield* build(identity, [call("summarised", 5)])
+      const second = yield* stored
+      // the builder's summary follows the session
+      assert.match(first.summary, /\(1 decision over /)
+      assert.match(second.summary, /\(2 decisions over /)
+
+      // analytics writes its own (the default, deterministic one); the builder's next rollup leaves it
+      const [state] = yield* tenantSql.write(identity, writeDeterministicSummaries([second.session_id], false))
+      const analytics = deterministicSummary(state!.facts)
+      yield* build(identity, [call("summarised", 10)])
+      const third = yield* stored
+      assert.strictEqual(third.decision_count, 3)
+      assert.strictEqual(third.summary, analytics)
+
+      // a model summary is not replaced by the builder's at the next decision
+      yield* tenantSql.write(identity, writeModelSummaries("openai/gpt-4o-mini", [{ session_id: second.session_id, summary: "Reviewed the payments runbook.", decisions: 3 }]))
+      yield* build(identity, [call("summarised", 15)])
+      const fourth = yield* stored
+      assert.strictEqual(fourth.decision_count, 4)
+      assert.strictEqual(fourth.summary, "Reviewed the payments runbook.")
+      assert.deepStrictEqual(yield* recount, [])
     }))
 
   it.effect("arrival order does not matter: shuffled timelines in random batches give the in-order sessions", () =>
