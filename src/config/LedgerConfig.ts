@@ -61,9 +61,20 @@ export interface LedgerSettings {
   readonly captureDedupTtlSeconds: number
   /** REST API: requests per second each credential may make (bursts up to twice that); 0 = unlimited */
   readonly apiRateLimit: number
-  /** external OIDC issuer replacing the built-in sign-in (MCP OAuth) */
-  readonly oidcIssuer: Option.Option<string>
+  /** an external OpenID Connect provider for the MCP OAuth sign-in (SSO), beside Personal Access Tokens */
+  readonly oidc: Option.Option<OidcSettings>
   readonly analytics: AnalyticsSettings
+}
+
+/** The ledger as a client of an OpenID Connect provider (LEDGER_OIDC_*). */
+export interface OidcSettings {
+  /** issuer URL; its `/.well-known/openid-configuration` names the endpoints */
+  readonly issuer: string
+  readonly clientId: string
+  /** none: a public client (PKCE only) */
+  readonly clientSecret: Option.Option<Redacted.Redacted>
+  /** email domains (lower case) whose users may sign in through the provider; empty: any */
+  readonly allowedDomains: ReadonlyArray<string>
 }
 
 /** Analytics (src/analytics): materialiser and detector fibers, optional model calls, ROI estimates. */
@@ -137,6 +148,39 @@ const parseUpstreams = (raw: string): ReadonlyArray<Upstream> =>
 
 const trimSlash = (url: string) => url.replace(/\/+$/, "")
 
+const LOOPBACK_HOSTS = new Set(["127.0.0.1", "[::1]", "localhost"])
+
+const parseOidc = (
+  issuer: Option.Option<string>,
+  clientId: Option.Option<string>,
+  clientSecret: Option.Option<Redacted.Redacted>,
+  allowedDomains: string
+): Option.Option<OidcSettings> => {
+  if (Option.isNone(issuer)) {
+    if (Option.isSome(clientId) || Option.isSome(clientSecret) || allowedDomains !== "") {
+      throw new Error("LEDGER_OIDC_CLIENT_ID, LEDGER_OIDC_CLIENT_SECRET and LEDGER_OIDC_ALLOWED_DOMAINS need LEDGER_OIDC_ISSUER")
+    }
+    return Option.none()
+  }
+  if (Option.isNone(clientId)) throw new Error("LEDGER_OIDC_CLIENT_ID is required when LEDGER_OIDC_ISSUER is set")
+  let url: URL
+  try {
+    url = new URL(issuer.value)
+  } catch {
+    throw new Error(`LEDGER_OIDC_ISSUER is not a URL: "${issuer.value}"`)
+  }
+  if (url.protocol !== "https:" && !(url.protocol === "http:" && LOOPBACK_HOSTS.has(url.hostname))) {
+    throw new Error("LEDGER_OIDC_ISSUER must use https (plain http only on loopback)")
+  }
+  return Option.some({
+    // as written: discovery checks it against the issuer the provider names itself, and ID tokens against that
+    issuer: issuer.value,
+    clientId: clientId.value,
+    clientSecret,
+    allowedDomains: allowedDomains.split(",").map((domain) => domain.trim().toLowerCase()).filter((domain) => domain.length > 0)
+  })
+}
+
 export const settingsConfig: Config.Config<LedgerSettings> = Config.all({
   host: Config.String("LEDGER_HOST").pipe(Config.withDefault("127.0.0.1")),
   apiPort: Config.Port("LEDGER_API_PORT").pipe(Config.withDefault(8080)),
@@ -172,6 +216,9 @@ export const settingsConfig: Config.Config<LedgerSettings> = Config.all({
   captureDedupTtlSeconds: Config.Int("LEDGER_CAPTURE_DEDUP_TTL_SECONDS").pipe(Config.withDefault(7 * 24 * 3600)),
   apiRateLimit: Config.Number("LEDGER_API_RATE_LIMIT").pipe(Config.withDefault(100)),
   oidcIssuer: Config.option(Config.String("LEDGER_OIDC_ISSUER")),
+  oidcClientId: Config.option(Config.String("LEDGER_OIDC_CLIENT_ID")),
+  oidcClientSecret: Config.option(Config.Redacted("LEDGER_OIDC_CLIENT_SECRET")),
+  oidcAllowedDomains: Config.String("LEDGER_OIDC_ALLOWED_DOMAINS").pipe(Config.withDefault("")),
   analyticsIntervalMs: Config.Int("LEDGER_ANALYTICS_INTERVAL_MS").pipe(Config.withDefault(defaultAnalyticsSettings.intervalMs)),
   analyticsYieldBacklog: Config.Int("LEDGER_ANALYTICS_YIELD_BACKLOG").pipe(Config.withDefault(defaultAnalyticsSettings.yieldBacklog)),
   embeddingsModel: Config.option(Config.String("LEDGER_EMBEDDINGS_MODEL")),
@@ -216,7 +263,7 @@ export const settingsConfig: Config.Config<LedgerSettings> = Config.all({
     captureBatchSize: c.captureBatchSize,
     captureDedupTtlSeconds: c.captureDedupTtlSeconds,
     apiRateLimit: c.apiRateLimit,
-    oidcIssuer: c.oidcIssuer,
+    oidc: parseOidc(c.oidcIssuer, c.oidcClientId, c.oidcClientSecret, c.oidcAllowedDomains),
     analytics: {
       intervalMs: c.analyticsIntervalMs,
       yieldBacklog: c.analyticsYieldBacklog,

@@ -7,16 +7,15 @@
  */
 import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js"
 import { assert, describe, layer } from "@effect/vitest"
-import { Context, Deferred, Effect, Layer } from "effect"
+import { Context, Effect, Layer } from "effect"
 import * as Crypto from "node:crypto"
-import * as Http from "node:http"
-import type { AddressInfo } from "node:net"
 import { CACHE_TTL_MS } from "../../src/api/Authenticator.ts"
 import { Credentials, hashToken } from "../../src/store/Credentials.ts"
 import { ScopedSql, TenantSql } from "../../src/store/TenantSql.ts"
 import { OAuthStore } from "../../src/mcp/oauth/OAuthStore.ts"
 import { ApiStack, apiStack } from "../support/api-stack.ts"
 import { launchBrowser, openPage, screenshot } from "../support/browser.ts"
+import { Callback } from "../support/oauth-callback.ts"
 import {
   authorizeWithForms,
   callTool,
@@ -31,39 +30,6 @@ import {
   textOf
 } from "../support/mcp-client.ts"
 import { insertDecisions, makeCapture, seedDecision } from "../support/seed.ts"
-
-/** A loopback redirect target that hands each callback's query to the test. */
-class Callback extends Context.Service<Callback, {
-  readonly url: string
-  /** the next callback's query parameters */
-  readonly next: Effect.Effect<URLSearchParams>
-}>()("test/oauth/Callback") {
-  static readonly layer = Layer.effect(
-    Callback,
-    Effect.gen(function*() {
-      let waiting = yield* Deferred.make<URLSearchParams>()
-      const server = yield* Effect.acquireRelease(
-        Effect.promise(() =>
-          new Promise<Http.Server>((resolve) => {
-            const server = Http.createServer((request, response) => {
-              const query = new URL(request.url!, "http://127.0.0.1").searchParams
-              Deferred.doneUnsafe(waiting, Effect.succeed(query))
-              response.writeHead(200, { "content-type": "text/html" }).end("<!doctype html><title>Connected</title><p>You can close this window.</p>")
-            })
-            server.listen(0, "127.0.0.1", () => resolve(server))
-          })
-        ),
-        (server) => Effect.promise(() => new Promise<void>((resolve) => server.close(() => resolve())))
-      )
-      const next = Effect.gen(function*() {
-        const query = yield* Deferred.await(waiting)
-        waiting = yield* Deferred.make<URLSearchParams>()
-        return query
-      })
-      return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/callback`, next }
-    })
-  )
-}
 
 /** acme has two workspaces; ann is a member of both, and only "research" has agent "researcher". */
 class Setup extends Context.Service<Setup, { readonly researchWorkspace: string }>()("test/oauth/Setup") {

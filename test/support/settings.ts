@@ -38,7 +38,7 @@ export const testSettings = (overrides: Partial<LedgerSettings> = {}): LedgerSet
   captureBatchSize: 256,
   captureDedupTtlSeconds: 7 * 24 * 3600,
   apiRateLimit: 100,
-  oidcIssuer: Option.none(),
+  oidc: Option.none(),
   analytics: defaultAnalyticsSettings,
   ...overrides
 })

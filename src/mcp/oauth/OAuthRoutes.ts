@@ -6,17 +6,20 @@
  *   GET  /oauth/authorize                          sign-in page (authorization code + PKCE S256 only)
  *   POST /oauth/authorize                          step=signin: a Personal Access Token proves the user;
  *                                                  step=consent: the user picks one of their workspaces (or denies)
+ *   GET  /oauth/oidc/start                         with LEDGER_OIDC_*: sends the user to the OpenID Connect provider
+ *   GET  /oauth/oidc/callback                      its answer: the verified email names the user, then consent
  *   POST /oauth/token                              authorization_code and refresh_token (rotated) grants
  *   POST /oauth/revoke                             RFC 7009
  *
  * Access tokens (`ldg_oat_…`, one hour) are bound to `{publicUrl}/mcp` (RFC 8707) and carry the member's tenant,
  * workspace, user and role: the MCP endpoint resolves them through the common Authenticator like a PAT.
  *
- * Sign-in is the one place an external identity provider plugs in: LEDGER_OIDC_ISSUER (settings.oidcIssuer) is
- * reserved for an OpenID Connect login that replaces the PAT step (see `signIn` below); it is not implemented in
- * this version, and the server says so at start when the variable is set.
+ * Sign-in is the one place an external identity provider plugs in. With LEDGER_OIDC_ISSUER and its client id set,
+ * the sign-in page leads with "Continue with <provider>": the provider's ID token (checked by `OidcProvider`) gives
+ * a verified email, and the ledger user with that email continues to the same consent step as after a PAT. The PAT
+ * stays on the page for accounts the provider does not know, and for an email that is a user in several tenants.
  */
-import { Effect, Option, Schema } from "effect"
+import { Effect, Option, Result, Schema } from "effect"
 import { HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import * as Crypto from "node:crypto"
 import { Authenticator } from "../../api/Authenticator.ts"
@@ -25,7 +28,8 @@ import { LedgerConfig } from "../../config/LedgerConfig.ts"
 import { type DatabaseUnavailable, Unauthorized } from "../../domain/errors.ts"
 import { hashToken } from "../../store/Credentials.ts"
 import { authorizationServerMetadata, LEDGER_SCOPE, mcpUrls } from "../urls.ts"
-import { type AuthorizationRequest, type ClientAuthMethod, type GrantRefusal, type OAuthClient, OAuthStore } from "./OAuthStore.ts"
+import { type AuthorizationRequest, type ClientAuthMethod, CODE_TTL_SECONDS, type GrantRefusal, type Membership, type OAuthClient, OAuthStore } from "./OAuthStore.ts"
+import { type OidcFailure, oidcProvider } from "./OidcProvider.ts"
 import { consentPage, errorPage, signInPage } from "./pages.ts"
 
 /** An OAuth error response (RFC 6749 §5.2 shape). */
@@ -37,11 +41,15 @@ class OAuthError extends Schema.TaggedError<OAuthError>()("OAuthError", {
 
 const MAX_BODY_BYTES = 64 * 1024
 const UNREGISTERED_CLIENT = "This client is not registered here. Let the MCP client register again and retry."
+/** where the OpenID Connect provider sends the user back: register `{LEDGER_PUBLIC_URL}/oauth/oidc/callback` there */
+const OIDC_CALLBACK_PATH = "/oauth/oidc/callback"
 /**
  * Client registrations accepted per connecting address and minute, in bursts of as many. Registration is open to
  * anyone (RFC 7591) and each one is a stored client; an MCP client registers once and keeps its client id.
  */
 const REGISTRATIONS_PER_MINUTE = 30
+/** Sign-ins started at the OpenID Connect provider per connecting address and minute: each is a stored login. */
+const OIDC_STARTS_PER_MINUTE = 30
 const CLIENT_METADATA_FIELDS = [
   "client_name",
   "client_uri",
@@ -180,11 +188,7 @@ export const OAuthRoutes = HttpRouter.use(Effect.fnUntraced(function*(router) {
   const authenticator = yield* Authenticator
   const urls = mcpUrls(config.publicUrl)
 
-  if (Option.isSome(config.oidcIssuer)) {
-    yield* Effect.logWarning("LEDGER_OIDC_ISSUER is set, but OIDC sign-in is not implemented yet: MCP sign-in uses Personal Access Tokens").pipe(
-      Effect.annotateLogs({ oidc_issuer: config.oidcIssuer.value })
-    )
-  }
+  const oidc = Option.map(config.oidc, (settings) => oidcProvider(settings, `${urls.issuer}${OIDC_CALLBACK_PATH}`))
 
   const clientName = (client: OAuthClient) =>
     typeof client.metadata.client_name === "string" && client.metadata.client_name.length > 0 ? client.metadata.client_name : client.client_id
@@ -306,12 +310,23 @@ export const OAuthRoutes = HttpRouter.use(Effect.fnUntraced(function*(router) {
         .map((key) => [key, params.get(key)])
     )
 
-  const signInResponse = (check: Extract<AuthorizeCheck, { _tag: "Valid" }>, params: URLSearchParams, error?: string) =>
-    pageResponse(
-      signInPage({ clientName: clientName(check.client), redirectHost: hostOf(check.request.redirect_uri), request: requestFields(params), error }),
-      error === undefined ? 200 : 401,
+  /** The sign-in page; with a provider configured it leads with a link that starts the provider's sign-in. */
+  const signInResponse = (check: Extract<AuthorizeCheck, { _tag: "Valid" }>, params: URLSearchParams, error?: string, status = 401) => {
+    const request = requestFields(params)
+    const sso = Option.match(oidc, {
+      onNone: () => undefined,
+      onSome: (provider) => {
+        const query = new URLSearchParams()
+        for (const [key, value] of Object.entries(request)) if (value !== null) query.set(key, value)
+        return { name: provider.name, href: `/oauth/oidc/start?${query}` }
+      }
+    })
+    return pageResponse(
+      signInPage({ clientName: clientName(check.client), redirectHost: hostOf(check.request.redirect_uri), request, error, sso }),
+      error === undefined ? 200 : status,
       check.request.redirect_uri
     )
+  }
 
   const authorizeGet = Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest) {
     const params = new URL(request.url, urls.issuer).searchParams
@@ -338,20 +353,149 @@ export const OAuthRoutes = HttpRouter.use(Effect.fnUntraced(function*(router) {
       return signInResponse(check, params, `That token was not accepted (${principal.message}). Paste a Personal Access Token (ldg_pat_…).`)
     }
     const { email, workspaces } = yield* store.memberships(principal.tenant_id, principal.user_id)
-    const ticket = yield* store.startAuthorization(check.request, principal)
+    return yield* consentResponse(check.client, check.request, principal, email, workspaces, principal.workspace_id)
+  })
+
+  /** The consent step for a signed-in user: a ticket carries the checked request to the user's answer. */
+  const consentResponse = Effect.fnUntraced(function*(
+    client: OAuthClient,
+    request: AuthorizationRequest,
+    user: { readonly tenant_id: string; readonly user_id: string },
+    email: string,
+    workspaces: ReadonlyArray<Membership>,
+    preselected: string | undefined
+  ) {
+    const ticket = yield* store.startAuthorization(request, user)
     if (ticket === undefined) return pageResponse(errorPage(UNREGISTERED_CLIENT), 400)
     return pageResponse(
-      consentPage({
-        clientName: clientName(check.client),
-        redirectHost: hostOf(check.request.redirect_uri),
-        email,
-        ticket,
-        workspaces,
-        preselected: principal.workspace_id
-      }),
+      consentPage({ clientName: clientName(client), redirectHost: hostOf(request.redirect_uri), email, ticket, workspaces, preselected }),
       200,
-      check.request.redirect_uri
+      request.redirect_uri
     )
+  })
+
+  const oidcStarts = tokenBuckets(OIDC_STARTS_PER_MINUTE / 60, OIDC_STARTS_PER_MINUTE)
+  const secureCookies = urls.issuer.startsWith("https:")
+  /** One cookie per login (a browser may run two sign-ins at once), only sent back to the callback. */
+  const loginCookie = (state: string) => `ledger_oidc_${state.slice(0, 16)}`
+
+  /** The sign-in page again for a request checked before the user went to the provider, with what went wrong. */
+  const signInAgain = (client: OAuthClient, request: AuthorizationRequest, error: string, status: number) => {
+    const params = new URLSearchParams({
+      response_type: "code",
+      client_id: request.client_id,
+      redirect_uri: request.redirect_uri,
+      code_challenge: request.code_challenge,
+      code_challenge_method: "S256",
+      scope: request.scope,
+      resource: request.resource
+    })
+    if (request.state !== null) params.set("state", request.state)
+    return signInResponse({ _tag: "Valid", client, request }, params, error, status)
+  }
+
+  /** The link on the sign-in page: the request is checked again, then the user goes to the provider. */
+  const oidcStart = Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest) {
+    if (Option.isNone(oidc)) return pageResponse(errorPage("Signing in with an identity provider is not configured here."), 404)
+    const provider = oidc.value
+    const wait = oidcStarts(Option.getOrElse(request.remoteAddress, () => "unknown"), Date.now())
+    if (wait > 0) {
+      return pageResponse(errorPage(`Too many sign-ins from this address; wait ${wait} s and connect again.`), 429).pipe(
+        HttpServerResponse.setHeader("retry-after", String(wait))
+      )
+    }
+    const params = new URL(request.url, urls.issuer).searchParams
+    const check = yield* checkAuthorize(params)
+    if (check._tag === "Page") return pageResponse(errorPage(check.message), 400)
+    if (check._tag === "Redirect") return HttpServerResponse.redirect(check.location, { status: 302 })
+    const unreachable = (failure: OidcFailure) =>
+      Effect.logWarning("OpenID Connect sign-in could not start", { error: failure.message }).pipe(
+        Effect.as(signInResponse(check, params, `Signing in with ${provider.name} is not possible right now: ${failure.message}. Try again, or use a Personal Access Token.`, 502))
+      )
+    // the provider first: a login is stored only when the user can be sent on
+    const ready = yield* Effect.result(provider.ready)
+    if (Result.isFailure(ready)) return yield* unreachable(ready.failure)
+    const login = yield* store.startOidcLogin(check.request)
+    const target = yield* Effect.result(provider.authorizationUrl(login))
+    if (Result.isFailure(target)) return yield* unreachable(target.failure)
+    return HttpServerResponse.redirect(target.success.toString(), {
+      status: 302,
+      headers: {
+        "set-cookie": `${loginCookie(login.state)}=${login.browser}; Path=${OIDC_CALLBACK_PATH}; Max-Age=${CODE_TTL_SECONDS}; HttpOnly; SameSite=Lax` +
+          (secureCookies ? "; Secure" : "")
+      }
+    })
+  })
+
+  /** Why a provider's account is not signed in, in words for the page. */
+  const oidcRefusal = (provider: string, email: string | undefined, reason: "unverified" | "domain" | "none" | "several" | "linked-elsewhere") => {
+    switch (reason) {
+      case "unverified":
+        return email === undefined
+          ? `${provider} did not tell the ledger your email address (the ledger's client there needs the email scope).`
+          : `${provider} has not verified the email address ${email}; the ledger signs in verified addresses only.`
+      case "domain":
+        return `Accounts of ${email!.slice(email!.lastIndexOf("@") + 1)} may not sign in here through ${provider}.`
+      case "none":
+        return `No one with the email address ${email} is a member here. Ask an administrator to add you, then connect again.`
+      case "several":
+        return `${email} is the email of several users here; sign in with a Personal Access Token of the one you mean.`
+      case "linked-elsewhere":
+        return `The ledger user ${email} signs in with another account at ${provider}; use that one, or a Personal Access Token.`
+    }
+  }
+
+  /**
+   * The provider's answer. The login (found by its state, once, from the browser that started it) holds the client's
+   * checked request. The account is the ledger user it is linked to, else the one user its verified email names
+   * (then linked). A refusal by the provider reaches the client as access_denied.
+   */
+  const oidcCallback = Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest) {
+    if (Option.isNone(oidc)) return pageResponse(errorPage("Signing in with an identity provider is not configured here."), 404)
+    const provider = oidc.value
+    const query = new URL(request.url, urls.issuer).searchParams
+    const state = query.get("state") ?? ""
+    const login = state === "" ? "unknown" : yield* store.finishOidcLogin(state, request.cookies[loginCookie(state)])
+    if (login === "unknown") return pageResponse(errorPage("This sign-in has expired or was already used."), 400)
+    if (login === "elsewhere") return pageResponse(errorPage("This sign-in was started in another browser; connect again from this one."), 400)
+    const authorization = login.request
+    const client = yield* store.client(authorization.client_id)
+    if (client === undefined) return pageResponse(errorPage(UNREGISTERED_CLIENT), 400)
+    const refused = query.get("error")
+    if (refused !== null) {
+      const detail = query.get("error_description")
+      yield* Effect.logInfo("OpenID Connect sign-in refused by the provider", { error: refused })
+      return HttpServerResponse.redirect(
+        withQuery(authorization.redirect_uri, {
+          // the provider's own outage is the client's to retry; anything else is a refusal
+          error: refused === "temporarily_unavailable" || refused === "server_error" ? refused : "access_denied",
+          error_description: `${provider.name} refused the sign-in (${refused}${detail ? `: ${detail}` : ""})`,
+          state: authorization.state,
+          iss: urls.issuer
+        }),
+        { status: 302 }
+      )
+    }
+    const identity = yield* Effect.result(provider.identify(query, login))
+    if (Result.isFailure(identity)) {
+      yield* Effect.logWarning("OpenID Connect sign-in failed", { error: identity.failure.message })
+      return signInAgain(client, authorization, `Signing in with ${provider.name} failed: ${identity.failure.message}.`, 502)
+    }
+    const { email, emailVerified, issuer, subject } = identity.success
+    const domainAllowed = email !== undefined &&
+      (provider.allowedDomains.length === 0 || provider.allowedDomains.includes(email.slice(email.lastIndexOf("@") + 1).toLowerCase()))
+    const user = yield* store.oidcUser(issuer, subject, email !== undefined && emailVerified && domainAllowed ? email : undefined)
+    if (typeof user === "string") {
+      const reason = user !== "none" ? user : email === undefined || !emailVerified ? "unverified" : !domainAllowed ? "domain" : "none"
+      yield* Effect.logInfo("OpenID Connect sign-in refused", { reason })
+      return signInAgain(client, authorization, oidcRefusal(provider.name, email, reason), 403)
+    }
+    const memberships = yield* store.memberships(user.tenant_id, user.user_id)
+    if (memberships.workspaces.length === 0) {
+      return signInAgain(client, authorization, `${memberships.email} is not a member of any workspace here. Ask an administrator to add you, then connect again.`, 403)
+    }
+    yield* Effect.logInfo("signed in through OpenID Connect", { tenant_id: user.tenant_id, user_id: user.user_id, client_id: client.client_id })
+    return yield* consentResponse(client, authorization, user, memberships.email, memberships.workspaces, undefined)
   })
 
   const consent = Effect.fnUntraced(function*(params: URLSearchParams) {
@@ -517,6 +661,8 @@ export const OAuthRoutes = HttpRouter.use(Effect.fnUntraced(function*(router) {
   yield* router.add("POST", "/oauth/register", forClients(register))
   yield* router.add("GET", "/oauth/authorize", forBrowsers(authorizeGet))
   yield* router.add("POST", "/oauth/authorize", forBrowsers(authorizePost))
+  yield* router.add("GET", "/oauth/oidc/start", forBrowsers(oidcStart))
+  yield* router.add("GET", OIDC_CALLBACK_PATH, forBrowsers(oidcCallback))
   yield* router.add("POST", "/oauth/token", forClients(token))
   yield* router.add("POST", "/oauth/revoke", forClients(revoke))
 }))

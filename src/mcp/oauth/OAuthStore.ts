@@ -72,6 +72,14 @@ export interface IssuedTokens {
   readonly scope: string
 }
 
+export interface OidcLogin {
+  readonly state: string
+  /** the value of the cookie that ties the login to the browser that started it */
+  readonly browser: string
+  readonly nonce: string
+  readonly codeVerifier: string
+}
+
 /** Why a code or refresh token was refused (the token endpoint answers `invalid_grant` with it). */
 export type GrantRefusal = "unknown" | "expired" | "replayed" | "revoked"
 
@@ -110,6 +118,29 @@ export class OAuthStore extends Context.Service<OAuthStore, {
   pendingAuthorization(ticket: string): Effect.Effect<Authorization | undefined, DatabaseUnavailable>
   /** Consent for a workspace: closes the ticket and returns the one-time authorization code. */
   approve(ticket: string, workspaceId: string): Effect.Effect<{ readonly code: string; readonly authorization: Authorization } | undefined, DatabaseUnavailable>
+  /**
+   * Starts a sign-in at the OpenID Connect provider for a checked authorization request: the state, nonce and PKCE
+   * verifier to send the user there with (CODE_TTL_SECONDS to come back).
+   */
+  startOidcLogin(request: AuthorizationRequest): Effect.Effect<OidcLogin, DatabaseUnavailable>
+  /**
+   * The login a provider's callback carries the state of, once (used up whatever the outcome): "unknown" when
+   * unknown, expired or used, "elsewhere" when `browser` is not the cookie of the browser that started it.
+   */
+  finishOidcLogin(
+    state: string,
+    browser: string | undefined
+  ): Effect.Effect<(OidcLogin & { readonly request: AuthorizationRequest }) | "unknown" | "elsewhere", DatabaseUnavailable>
+  /**
+   * The ledger user of an account at a provider: the one it is linked to, else the one user with `email` (only when
+   * given: a verified address) in any tenant, which the account is then linked to — unless that user is linked to
+   * another account of the provider already.
+   */
+  oidcUser(
+    issuer: string,
+    subject: string,
+    email: string | undefined
+  ): Effect.Effect<{ readonly tenant_id: string; readonly user_id: string } | "none" | "several" | "linked-elsewhere", DatabaseUnavailable>
   /** Closes the ticket without a code (the user denied). */
   deny(ticket: string): Effect.Effect<Authorization | undefined, DatabaseUnavailable>
   /**
@@ -129,7 +160,8 @@ export class OAuthStore extends Context.Service<OAuthStore, {
    * presented again within its lifetime still revokes its grant), and authorizations — unanswered sign-ins,
    * unredeemed codes, grants — once no token descends from them (a code presented again while its tokens live
    * still revokes them). Then clients with no authorization or token left: never used, OAUTH_CLIENT_UNUSED_SECONDS
-   * after they registered; used, OAUTH_CLIENT_IDLE_DAYS after their last use.
+   * after they registered; used, OAUTH_CLIENT_IDLE_DAYS after their last use. OpenID Connect logins not finished
+   * in time go at once.
    */
   readonly sweep: Effect.Effect<{ readonly tokens: number; readonly authorizations: number; readonly clients: number }, DatabaseUnavailable>
 }>()("ledger/mcp/OAuthStore") {
@@ -336,6 +368,8 @@ export class OAuthStore extends Context.Service<OAuthStore, {
               AND NOT EXISTS (SELECT 1 FROM oauth_tokens t WHERE t.authorization_id = a.authorization_id)
             RETURNING 1)
           SELECT count(*)::int AS n FROM gone`
+        // a login not finished in time is of no use to anyone: no grace
+        yield* sql`DELETE FROM oauth_oidc_logins WHERE expires_at < now()`
         const [clients] = yield* sql<{ n: number }>`
           WITH gone AS (
             DELETE FROM oauth_clients c
@@ -348,6 +382,52 @@ export class OAuthStore extends Context.Service<OAuthStore, {
         return { tokens: tokens?.n ?? 0, authorizations: authorizations?.n ?? 0, clients: clients?.n ?? 0 }
       })).pipe(Effect.withSpan("OAuthStore.sweep"))
 
+      const startOidcLogin = Effect.fn("OAuthStore.startOidcLogin")(function*(request: AuthorizationRequest) {
+        const login: OidcLogin = { state: random(""), browser: random(""), nonce: random(""), codeVerifier: random("") }
+        yield* control(ScopedSql.use((sql) =>
+          sql`INSERT INTO oauth_oidc_logins (state_hash, browser_hash, nonce, code_verifier, request, expires_at)
+            VALUES (${hashToken(login.state)}, ${hashToken(login.browser)}, ${login.nonce}, ${login.codeVerifier},
+                    ${JSON.stringify(request)}::jsonb, now() + make_interval(secs => ${CODE_TTL_SECONDS}))`
+        ))
+        return login
+      })
+
+      const finishOidcLogin = Effect.fn("OAuthStore.finishOidcLogin")(function*(state: string, browser: string | undefined) {
+        const rows = yield* control(ScopedSql.use((sql) =>
+          sql<{ browser_hash: Buffer; nonce: string; code_verifier: string; request: AuthorizationRequest; live: boolean }>`
+            DELETE FROM oauth_oidc_logins WHERE state_hash = ${hashToken(state)}
+            RETURNING browser_hash, nonce, code_verifier, request, expires_at > now() AS live`
+        ))
+        const row = rows[0]
+        if (row === undefined || !row.live) return "unknown" as const
+        if (browser === undefined || !Crypto.timingSafeEqual(hashToken(browser), row.browser_hash)) return "elsewhere" as const
+        return { state, browser, nonce: row.nonce, codeVerifier: row.code_verifier, request: row.request }
+      })
+
+      const oidcUser = Effect.fn("OAuthStore.oidcUser")(function*(issuer: string, subject: string, email: string | undefined) {
+        return yield* control(Effect.gen(function*() {
+          const sql = yield* ScopedSql
+          const [linked] = yield* sql<{ tenant_id: string; user_id: string }>`
+            SELECT tenant_id::text AS tenant_id, user_id::text AS user_id FROM oidc_identities WHERE issuer = ${issuer} AND subject = ${subject}`
+          if (linked !== undefined) return linked
+          if (email === undefined) return "none" as const
+          const users = yield* sql<{ tenant_id: string; user_id: string; linked: boolean }>`
+            SELECT u.tenant_id::text AS tenant_id, u.user_id::text AS user_id,
+              EXISTS (SELECT 1 FROM oidc_identities i WHERE i.user_id = u.user_id AND i.issuer = ${issuer}) AS linked
+            FROM users u WHERE lower(u.email) = lower(${email})`
+          if (users.length === 0) return "none" as const
+          if (users.length > 1) return "several" as const
+          const user = users[0]!
+          if (user.linked) return "linked-elsewhere" as const
+          // two first sign-ins at once: the second finds the link made by the first (or its own account refused)
+          const [made] = yield* sql<{ subject: string }>`
+            INSERT INTO oidc_identities (issuer, subject, tenant_id, user_id) VALUES (${issuer}, ${subject}, ${user.tenant_id}, ${user.user_id})
+            ON CONFLICT DO NOTHING RETURNING subject`
+          if (made === undefined) return "linked-elsewhere" as const
+          return { tenant_id: user.tenant_id, user_id: user.user_id }
+        }))
+      })
+
       return OAuthStore.of({
         registerClient,
         client,
@@ -355,6 +435,9 @@ export class OAuthStore extends Context.Service<OAuthStore, {
         startAuthorization,
         pendingAuthorization,
         approve,
+        startOidcLogin,
+        finishOidcLogin,
+        oidcUser,
         deny,
         redeemCode,
         refresh,

@@ -1,5 +1,6 @@
 /**
- * The authorization server's pages: sign-in (the user proves who they are with a Personal Access Token), consent
+ * The authorization server's pages: sign-in (the user proves who they are with a Personal Access Token, or through
+ * the OpenID Connect provider when one is configured), consent
  * (pick the workspace the client may read) and errors. Self-contained HTML — inline CSS and SVG, no script, no
  * external request — and every value escaped.
  */
@@ -23,6 +24,8 @@ fieldset{border:1px solid var(--line);border-radius:10px;padding:6px 12px;margin
 .actions{display:flex;gap:10px;margin-top:18px}.actions.consent{flex-direction:row-reverse}
 button{flex:1;padding:10px 14px;border-radius:9px;border:1px solid var(--brand);background:var(--brand);color:#fff;font-family:inherit;font-size:14px;font-weight:600;cursor:pointer}
 button.secondary{background:transparent;color:var(--text);border-color:var(--line)}
+a.sso{display:block;text-align:center;text-decoration:none;padding:10px 14px;border-radius:9px;border:1px solid var(--brand);background:var(--brand);color:#fff;font-weight:600;font-size:14px;margin:18px 0 4px}
+.or{display:flex;align-items:center;gap:10px;margin:18px 0 0;font-size:13px}.or::before,.or::after{content:"";flex:1;border-top:1px solid var(--line)}
 .error{border:1px solid var(--bad);color:var(--bad);border-radius:9px;padding:8px 12px;margin:0 0 12px}
 .scope{background:var(--bg);border-radius:9px;padding:10px 12px;margin:0 0 4px;color:var(--text)}
 .fine{font-size:12.5px;color:var(--muted);margin:16px 0 0}code{font:12.5px ui-monospace,SFMono-Regular,Menlo,monospace}
@@ -58,6 +61,8 @@ export interface SignInPageInput {
   /** the authorization request, carried through the form */
   readonly request: Record<string, string | null | undefined>
   readonly error?: string | undefined
+  /** the OpenID Connect provider's sign-in, when one is configured: its name and the link that starts it */
+  readonly sso?: { readonly name: string; readonly href: string } | undefined
 }
 
 export const signInPage = (input: SignInPageInput): string =>
@@ -65,11 +70,13 @@ export const signInPage = (input: SignInPageInput): string =>
 <h1>Sign in to connect ${escape(input.clientName)}</h1>
 <p><strong>${escape(input.clientName)}</strong> wants to read your agents' decisions through MCP. It will be sent back to <strong>${escape(input.redirectHost)}</strong>.</p>
 ${input.error ? `<div class="error" role="alert">${escape(input.error)}</div>` : ""}
+${input.sso ? `<a class="sso" href="${escape(input.sso.href)}">Continue with ${escape(input.sso.name)}</a>
+<p class="or">or with a Personal Access Token</p>` : ""}
 <form method="post" action="/oauth/authorize" autocomplete="off">
 ${hidden({ ...input.request, step: "signin" })}
 <label for="pat">Personal Access Token</label>
-<input id="pat" name="pat" type="password" required placeholder="ldg_pat_…" spellcheck="false" autofocus>
-<div class="actions"><button type="submit">Continue</button></div>
+<input id="pat" name="pat" type="password" required placeholder="ldg_pat_…" spellcheck="false"${input.sso ? "" : " autofocus"}>
+<div class="actions"><button type="submit"${input.sso ? ' class="secondary"' : ""}>Continue</button></div>
 </form>
 <p class="fine">Create one with <code>ledger admin token create --kind pat</code> (embedded mode: see <code>credentials.json</code>). The token proves who you are; it is not shared with the client.</p>`)
 

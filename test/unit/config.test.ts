@@ -1,0 +1,42 @@
+/** Settings read from the environment where they combine several variables: the OpenID Connect provider. */
+import { assert, describe, it } from "@effect/vitest"
+import { Cause, ConfigProvider, Effect, Exit, Option, Redacted } from "effect"
+import { settingsConfig } from "../../src/config/LedgerConfig.ts"
+
+const read = (env: Record<string, string>) => Effect.exit(settingsConfig.parse(ConfigProvider.fromEnvRecord(env)))
+
+describe("LedgerConfig", () => {
+  it.effect("LEDGER_OIDC_*: none by default; read together; refused when incomplete, not a URL, or plain http off loopback", () =>
+    Effect.gen(function*() {
+      const none = yield* read({})
+      assert.isTrue(Exit.isSuccess(none) && Option.isNone(none.value.oidc))
+
+      const full = yield* read({
+        LEDGER_OIDC_ISSUER: "https://idp.example/",
+        LEDGER_OIDC_CLIENT_ID: "ledger",
+        LEDGER_OIDC_CLIENT_SECRET: "s3cret",
+        LEDGER_OIDC_ALLOWED_DOMAINS: "Acme.example, ops.acme.example"
+      })
+      if (!Exit.isSuccess(full)) return assert.fail(String(full.cause))
+      const oidc = Option.getOrThrow(full.value.oidc)
+      // as written: discovery checks it against the issuer the provider names itself
+      assert.strictEqual(oidc.issuer, "https://idp.example/")
+      assert.deepStrictEqual(oidc.allowedDomains, ["acme.example", "ops.acme.example"])
+      assert.strictEqual(oidc.clientId, "ledger")
+      assert.strictEqual(Redacted.value(Option.getOrThrow(oidc.clientSecret)), "s3cret")
+
+      const refused = [
+        [{ LEDGER_OIDC_ISSUER: "https://idp.example" }, "LEDGER_OIDC_CLIENT_ID is required when LEDGER_OIDC_ISSUER is set"],
+        [{ LEDGER_OIDC_CLIENT_ID: "ledger" }, "need LEDGER_OIDC_ISSUER"],
+        [{ LEDGER_OIDC_ISSUER: "idp.example", LEDGER_OIDC_CLIENT_ID: "ledger" }, "LEDGER_OIDC_ISSUER is not a URL"],
+        [{ LEDGER_OIDC_ISSUER: "http://idp.example", LEDGER_OIDC_CLIENT_ID: "ledger" }, "must use https (plain http only on loopback)"]
+      ] as const
+      for (const [env, message] of refused) {
+        const exit = yield* read(env)
+        if (!Exit.isFailure(exit)) return assert.fail(`accepted: ${JSON.stringify(env)}`)
+        assert.include(Cause.pretty(exit.cause), message)
+      }
+      const loopback = yield* read({ LEDGER_OIDC_ISSUER: "http://127.0.0.1:9000", LEDGER_OIDC_CLIENT_ID: "ledger" })
+      assert.isTrue(Exit.isSuccess(loopback))
+    }))
+})
