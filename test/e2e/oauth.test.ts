@@ -12,7 +12,7 @@ import * as Crypto from "node:crypto"
 import { CACHE_TTL_MS } from "../../src/api/Authenticator.ts"
 import { Credentials, hashToken } from "../../src/store/Credentials.ts"
 import { ScopedSql, TenantSql } from "../../src/store/TenantSql.ts"
-import { OAuthStore } from "../../src/mcp/oauth/OAuthStore.ts"
+import { GRANT_MAX_AGE_DAYS, OAuthStore } from "../../src/mcp/oauth/OAuthStore.ts"
 import { ApiStack, apiStack } from "../support/api-stack.ts"
 import { launchBrowser, openPage, screenshot } from "../support/browser.ts"
 import { Callback } from "../support/oauth-callback.ts"
@@ -307,6 +307,36 @@ describe("MCP OAuth", () => {
         const unknownClient = yield* post(`${baseUrl}/oauth/revoke`, { client_id: "nope", token: "x" })
         assert.strictEqual(unknownClient.status, 401)
         assert.strictEqual(unknownClient.json.error, "invalid_client")
+      }))
+
+    it.effect("a grant ends 90 days after consent however often it is refreshed: its last tokens expire then", () =>
+      Effect.gen(function*() {
+        const first = yield* grant("http://127.0.0.1:9/cb")
+        const authorization = (yield* control(ScopedSql.use((sql) =>
+          sql<{ id: string }>`SELECT authorization_id AS id FROM oauth_tokens WHERE token_hash = ${hashToken(first.tokens.refresh_token)}`
+        )))[0]!.id
+        const consentedAgo = (interval: string) =>
+          control(ScopedSql.use((sql) => sql`UPDATE oauth_authorizations SET consented_at = now() - ${interval}::interval WHERE authorization_id = ${authorization}`))
+        const refresh = (refreshToken: string) =>
+          tokenRequest({ grant_type: "refresh_token", client_id: first.client.client_id, refresh_token: refreshToken })
+
+        // half an hour before the grant ends: the new tokens end with it, not 1 hour / 30 days later
+        yield* consentedAgo(`${GRANT_MAX_AGE_DAYS} days - 30 minutes`)
+        const late = yield* refresh(first.tokens.refresh_token)
+        assert.strictEqual(late.status, 200, late.text)
+        const lifetimes = yield* control(ScopedSql.use((sql) =>
+          sql<{ kind: string; seconds: number }>`SELECT kind, extract(epoch FROM expires_at - now())::float8 AS seconds FROM oauth_tokens
+            WHERE token_hash IN (${hashToken(late.json.access_token)}, ${hashToken(late.json.refresh_token)}) ORDER BY kind`
+        ))
+        assert.deepStrictEqual(lifetimes.map((t) => t.kind), ["access", "refresh"])
+        for (const { seconds } of lifetimes) assert.isTrue(seconds > 25 * 60 && seconds <= 30 * 60, String(seconds))
+
+        // once it has ended, the refresh token is refused and the client must sign the user in again
+        yield* consentedAgo(`${GRANT_MAX_AGE_DAYS} days`)
+        const ended = yield* refresh(late.json.refresh_token)
+        assert.strictEqual(ended.status, 400)
+        assert.strictEqual(ended.json.error, "invalid_grant")
+        assert.include(ended.json.error_description, "expired")
       }))
 
     it.effect("the sweeper deletes tokens and authorizations a day after they expired, and nothing still usable", () =>

@@ -16,6 +16,11 @@ import { ScopedSql, TenantSql, unavailable } from "../../store/TenantSql.ts"
 
 export const ACCESS_TOKEN_TTL_SECONDS = 3_600
 export const REFRESH_TOKEN_TTL_SECONDS = 30 * 86_400
+/**
+ * A grant ends this long after consent, however often it was refreshed: no token outlives it, and the user signs in
+ * again (so an account disabled at an OpenID Connect provider, which the ledger cannot ask, loses access by then).
+ */
+export const GRANT_MAX_AGE_DAYS = 90
 /** sign-in ticket and authorization code lifetime (RFC 6749 §4.1.2: at most 10 minutes) */
 export const CODE_TTL_SECONDS = 600
 /** how long after expiry tokens and authorizations are kept before the sweeper deletes them */
@@ -295,7 +300,9 @@ export class OAuthStore extends Context.Service<OAuthStore, {
                 user_id, scope, audience, display_prefix, expires_at)
               VALUES (${Crypto.randomUUID()}, ${hashToken(token)}, ${kind}, ${grant.authorization_id}, ${grant.client_id},
                 ${grant.tenant_id}, ${grant.workspace_id}, ${grant.user_id}, ${grant.scope}, ${grant.audience},
-                ${token.slice(0, prefix.length + 4)}, now() + make_interval(secs => ${ttl}))`
+                ${token.slice(0, prefix.length + 4)},
+                LEAST(now() + make_interval(secs => ${ttl}), (SELECT a.consented_at + make_interval(days => ${GRANT_MAX_AGE_DAYS})
+                  FROM oauth_authorizations a WHERE a.authorization_id = ${grant.authorization_id})))`
           }
           yield* clientUsed(grant.client_id)
           return { access_token: access, refresh_token: refresh, expires_in: ACCESS_TOKEN_TTL_SECONDS, scope: grant.scope }
@@ -329,9 +336,12 @@ export class OAuthStore extends Context.Service<OAuthStore, {
       const refresh = Effect.fn("OAuthStore.refresh")(function*(refreshToken: string, clientId: string) {
         return yield* control(Effect.gen(function*() {
           const sql = yield* ScopedSql
+          // the grant's end counts too: refresh tokens issued before grants had one outlive it
           const [row] = yield* sql<TokenRow & { expired: boolean }>`
-            SELECT ${sql.literal(TOKEN_COLUMNS)}, expires_at <= now() AS expired FROM oauth_tokens
-            WHERE token_hash = ${hashToken(refreshToken)} AND kind = 'refresh' FOR UPDATE`
+            SELECT ${sql.literal(TOKEN_COLUMNS)}, expires_at <= now() OR EXISTS (SELECT 1 FROM oauth_authorizations a
+                WHERE a.authorization_id = oauth_tokens.authorization_id
+                  AND a.consented_at + make_interval(days => ${GRANT_MAX_AGE_DAYS}) <= now()) AS expired
+            FROM oauth_tokens WHERE token_hash = ${hashToken(refreshToken)} AND kind = 'refresh' FOR UPDATE`
           if (row === undefined || row.client_id !== clientId) return "unknown" as const
           if (row.revoked_at !== null) return "revoked" as const
           if (row.rotated_at !== null) {
