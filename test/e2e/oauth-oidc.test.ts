@@ -7,14 +7,13 @@
  * tenants, a forged ID token, a callback from another browser or replayed, a provider's refusal (reaches the client
  * as access_denied), a provider that cannot be reached, and too many sign-ins started from one address.
  */
-import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js"
 import { assert, describe, layer } from "@effect/vitest"
 import { Context, Effect, Layer, Option, Redacted } from "effect"
 import { Credentials } from "../../src/store/Credentials.ts"
 import { ApiStack } from "../support/api-stack.ts"
 import { launchBrowser, openPage, screenshot } from "../support/browser.ts"
 import { type FakeOidc, fakeOidc } from "../support/fake-oidc.ts"
-import { callTool, MemoryOAuthProvider, mcpClient, mcpTransport, newMcpClient, pkcePair, postForm, registerOAuthClient, textOf } from "../support/mcp-client.ts"
+import { beginSdkAuthorization, callTool, mcpClient, pkcePair, postForm, registerOAuthClient, textOf } from "../support/mcp-client.ts"
 import { Callback } from "../support/oauth-callback.ts"
 
 class Provider extends Context.Service<Provider, FakeOidc>()("test/oidc/Provider") {
@@ -81,17 +80,13 @@ describe("MCP OAuth with an OpenID Connect provider", () => {
         const { baseUrl } = yield* ApiStack
         const provider = yield* Provider
         const callback = yield* Callback
-        const auth = new MemoryOAuthProvider(callback.url)
-        const first = newMcpClient()
-        const transport = mcpTransport(baseUrl, { authProvider: auth })
-        const refused = yield* Effect.promise(() => first.connect(transport).then(() => undefined, (error) => error))
-        assert.instanceOf(refused, UnauthorizedError)
+        const { provider: auth, transport, authorizationUrl } = yield* beginSdkAuthorization(baseUrl, callback.url)
 
         const browser = yield* launchBrowser
         const { page, requests } = yield* openPage(browser, {
           allow: (url) => url.startsWith(`${baseUrl}/oauth/`) || url.startsWith(`${provider.issuer}/`) || url.startsWith(callback.url)
         })
-        yield* Effect.promise(() => page.goto(auth.authorizationUrl!.toString()))
+        yield* Effect.promise(() => page.goto(authorizationUrl.toString()))
         const sso = page.locator("a.sso")
         assert.strictEqual((yield* Effect.promise(() => sso.innerText())).trim(), `Continue with ${new URL(provider.issuer).host}`)
         assert.strictEqual(yield* Effect.promise(() => page.locator("#pat").count()), 1, "the PAT stays on the page")

@@ -5,7 +5,6 @@
  * then refresh (rotation) through the SDK, and the refusals: wrong PKCE verifier, reused code (which revokes what it
  * issued), a token for another resource, an expired token, a replayed refresh token, revocation, bad registrations.
  */
-import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js"
 import { assert, describe, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
 import * as Crypto from "node:crypto"
@@ -18,9 +17,9 @@ import { launchBrowser, openPage, screenshot } from "../support/browser.ts"
 import { Callback } from "../support/oauth-callback.ts"
 import {
   authorizeWithForms,
+  beginSdkAuthorization,
   callTool,
   grantByForms,
-  MemoryOAuthProvider,
   mcpClient,
   mcpTransport,
   newMcpClient,
@@ -132,15 +131,10 @@ describe("MCP OAuth", () => {
         const { baseUrl } = yield* ApiStack
         const { researchWorkspace } = yield* Setup
         const callback = yield* Callback
-        const provider = new MemoryOAuthProvider(callback.url)
 
         // 1. no token: the transport follows the 401 challenge, registers, and asks to open the sign-in page
-        const first = newMcpClient()
-        const transport = mcpTransport(baseUrl, { authProvider: provider })
-        const refused = yield* Effect.promise(() => first.connect(transport).then(() => undefined, (error) => error))
-        assert.instanceOf(refused, UnauthorizedError)
+        const { provider, transport, authorizationUrl: authorize } = yield* beginSdkAuthorization(baseUrl, callback.url)
         assert.match(String((provider.client as any)?.client_id), /^ldg_client_/, "registered dynamically")
-        const authorize = provider.authorizationUrl!
         assert.strictEqual(`${authorize.origin}${authorize.pathname}`, `${baseUrl}/oauth/authorize`)
         assert.strictEqual(authorize.searchParams.get("code_challenge_method"), "S256")
         assert.strictEqual(authorize.searchParams.get("resource"), `${baseUrl}/mcp`)

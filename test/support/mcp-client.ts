@@ -8,7 +8,7 @@
  * (`MemoryOAuthProvider` below is an in-memory one).
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
-import type { OAuthClientProvider } from "@modelcontextprotocol/sdk/client/auth.js"
+import { type OAuthClientProvider, UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js"
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js"
@@ -194,3 +194,16 @@ export const grantByForms = async (baseUrl: string, input: { readonly pat: strin
   if (tokens.status !== 200) throw new Error(`token endpoint answered ${tokens.status}: ${tokens.text}`)
   return { client, code, verifier, redirected, tokens: tokens.json as { access_token: string; refresh_token: string; expires_in: number; scope: string } }
 }
+
+/**
+ * The SDK client's first connection without a token: it follows the 401 challenge, registers and, instead of opening
+ * a browser, leaves the authorization URL in `provider.authorizationUrl`. `transport.finishAuth(code)` completes it.
+ */
+export const beginSdkAuthorization = (baseUrl: string, redirectUrl: string) =>
+  Effect.promise(async () => {
+    const provider = new MemoryOAuthProvider(redirectUrl)
+    const transport = mcpTransport(baseUrl, { authProvider: provider })
+    const refused = await newMcpClient().connect(transport).then(() => undefined, (error: unknown) => error)
+    if (!(refused instanceof UnauthorizedError)) throw new Error(`expected the SDK to ask for authorization, got ${String(refused)}`)
+    return { provider, transport, authorizationUrl: provider.authorizationUrl! }
+  })
