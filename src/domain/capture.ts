@@ -6,26 +6,32 @@
  * in the builder, off the caller's path, so the gateway never re-serialises bodies it already holds as text.
  */
 import { Schema } from "effect"
+import {
+  type AnthropicUsage,
+  fromAnthropicUsage,
+  fromOpenAIUsage,
+  fromResponsesUsage,
+  type OpenAIUsage,
+  type ResponsesUsage,
+  Usage
+} from "./usage.ts"
 
-export const CAPTURE_VERSION = 1 as const
+/**
+ * 2: the capture names the API it speaks (`api`) and may carry a chained call's earlier turns (`context`). Version 1
+ * captures are chat completions and are still read.
+ */
+export const CAPTURE_VERSION = 2 as const
+
+/**
+ * The API a call was made on, which is the format of the capture's request and response: chat completions, the
+ * OpenAI Responses API, Anthropic Messages, or embeddings (the OpenAI shape).
+ */
+export const CaptureApi = Schema.Literals(["chat", "responses", "messages", "embeddings"])
+export type CaptureApi = typeof CaptureApi.Type
 
 /** Provider families the gateway speaks; named OpenAI-compatible upstreams use `openai_compatible`. */
 export const ProviderType = Schema.Literals(["openai", "azure", "anthropic", "gemini", "bedrock", "openai_compatible"])
 export type ProviderType = typeof ProviderType.Type
-
-/** Token usage normalised to chat-completions names; provider-specific cache counts mapped in. */
-export const Usage = Schema.Struct({
-  prompt_tokens: Schema.Number,
-  completion_tokens: Schema.Number,
-  total_tokens: Schema.Number,
-  /** input tokens served from the provider's prompt cache (OpenAI cached_tokens, Anthropic cache_read_input_tokens, Gemini cachedContentTokenCount) */
-  cached_tokens: Schema.optional(Schema.Number),
-  /** input tokens written to the prompt cache (Anthropic cache_creation_input_tokens) */
-  cache_write_tokens: Schema.optional(Schema.Number),
-  /** reasoning tokens, when the provider reports them */
-  reasoning_tokens: Schema.optional(Schema.Number)
-})
-export type Usage = typeof Usage.Type
 
 /** The error the caller received, in chat-completions terms. */
 export const CaptureError = Schema.Struct({
@@ -37,7 +43,9 @@ export const CaptureError = Schema.Struct({
 export type CaptureError = typeof CaptureError.Type
 
 export const Capture = Schema.Struct({
-  v: Schema.Literal(CAPTURE_VERSION),
+  v: Schema.Literals([1, CAPTURE_VERSION]),
+  /** absent in version 1 captures, which are all chat completions (`captureApi`) */
+  api: Schema.optional(CaptureApi),
   /** uuid v7 minted by the gateway; the decision's id and the idempotency key end to end */
   ledger_id: Schema.String,
   tenant_id: Schema.String,
@@ -54,9 +62,19 @@ export const Capture = Schema.Struct({
   /** model name without the provider prefix */
   model: Schema.String,
   stream: Schema.Boolean,
-  /** the chat-completions request body as the caller sent it (JSON text) */
+  /** the request body as the caller sent it (JSON text, in the format of `api`; a WebSocket turn's `response.create`) */
   request: Schema.String,
-  /** the chat-completions response as delivered (JSON text; for streams, the assembled completion); null on error */
+  /**
+   * A call continuing a `previous_response_id` chain: the input and output items of the turns before it (a JSON
+   * array of Responses items) as far as the gateway knew them; absent or null otherwise
+   */
+  context: Schema.optional(Schema.NullOr(Schema.String)),
+  /** the decision this call continues (the predecessor of a `previous_response_id`), when the gateway knew it */
+  previous_ledger_id: Schema.optional(Schema.NullOr(Schema.String)),
+  /**
+   * the response as delivered, in the format of `api` (JSON text; for streams, the assembled answer; embeddings
+   * without their vectors); null on error
+   */
   response: Schema.NullOr(Schema.String),
   error: Schema.NullOr(CaptureError),
   /** HTTP status returned to the caller */
@@ -74,47 +92,31 @@ export const Capture = Schema.Struct({
 })
 export type Capture = typeof Capture.Type
 
-/** A chat-completions usage object, as OpenAI-type providers report it and the gateway's answers carry it. */
-export interface OpenAIUsage {
-  prompt_tokens: number
-  completion_tokens: number
-  total_tokens: number
-  prompt_tokens_details?: { cached_tokens?: number; cache_write_tokens?: number }
-  completion_tokens_details?: { reasoning_tokens?: number }
-}
-
-const count = (value: unknown): number | undefined => (typeof value === "number" && value >= 0 ? value : undefined)
-
-/** A chat-completions usage object → normalised usage; null when there is none (counts that are not numbers are left out). */
-export const fromOpenAIUsage = (raw: OpenAIUsage | null | undefined): Usage | null => {
-  const prompt = count(raw?.prompt_tokens)
-  if (prompt === undefined) return null
-  const completion = count(raw!.completion_tokens) ?? 0
-  const usage: { -readonly [K in keyof Usage]: Usage[K] } = {
-    prompt_tokens: prompt,
-    completion_tokens: completion,
-    total_tokens: count(raw!.total_tokens) ?? prompt + completion
-  }
-  const cached = count(raw!.prompt_tokens_details?.cached_tokens)
-  if (cached !== undefined) usage.cached_tokens = cached
-  const written = count(raw!.prompt_tokens_details?.cache_write_tokens)
-  if (written !== undefined) usage.cache_write_tokens = written
-  const reasoning = count(raw!.completion_tokens_details?.reasoning_tokens)
-  if (reasoning !== undefined) usage.reasoning_tokens = reasoning
-  return usage
-}
+/** The API of a capture: version 1 captures are chat completions. */
+export const captureApi = (capture: Pick<Capture, "api">): CaptureApi => capture.api ?? "chat"
 
 /**
- * The usage the ledger records for a capture: the gateway's, or else the `usage` of the chat-completions response.
- * The gateway leaves `usage` null on answers it relays untranslated (non-streamed answers of OpenAI-type
- * providers): the usage is in the response, and reading it there is the builder's work, off the caller's path.
+ * The usage the ledger records for a capture: the gateway's, or else the usage the response carries in the format of
+ * its API. The gateway leaves `usage` null on answers it relays untranslated (the usage is in the response, and
+ * reading it there is the builder's work, off the caller's path).
  */
-export const captureUsage = (capture: Pick<Capture, "usage" | "response">): Usage | null => {
+export const captureUsage = (capture: Pick<Capture, "api" | "usage" | "response">): Usage | null => {
   if (capture.usage !== null || capture.response === null) return capture.usage
+  let response: { usage?: unknown } | null
   try {
-    return fromOpenAIUsage((JSON.parse(capture.response) as { usage?: OpenAIUsage } | null)?.usage)
+    response = JSON.parse(capture.response) as { usage?: unknown } | null
   } catch {
     return null
+  }
+  const usage = response?.usage
+  switch (captureApi(capture)) {
+    case "chat":
+    case "embeddings":
+      return fromOpenAIUsage(usage as OpenAIUsage | undefined)
+    case "responses":
+      return fromResponsesUsage(usage as ResponsesUsage | undefined)
+    case "messages":
+      return fromAnthropicUsage(usage as AnthropicUsage | undefined)
   }
 }
 

@@ -3,7 +3,7 @@
  * The same schemas back the builder's derivation, the stored rows, REST bodies and MCP structuredContent.
  */
 import { Schema } from "effect"
-import { Usage } from "./capture.ts"
+import { Usage } from "./usage.ts"
 
 export const Outcome = Schema.Literals(["success", "tool_call", "refusal", "truncated", "filtered", "error"])
 export type Outcome = typeof Outcome.Type

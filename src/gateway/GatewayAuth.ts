@@ -9,9 +9,13 @@ import type { Principal } from "../domain/principal.ts"
 import { gatewayError } from "./GatewayServer.ts"
 import type { ProviderError } from "./providers/index.ts"
 
-/** Authenticates a request's Gateway Key, then calls `onPrincipal` — or `onRefused` with the 401/503 to send. */
+/**
+ * Authenticates a request's Gateway Key, then calls `onPrincipal` — or `onRefused` with the 401/503 to send. The key
+ * comes as `Authorization: Bearer`, or where `apiKeyHeader` allows it (Anthropic clients' default) as `x-api-key`.
+ */
 export type GatewayAuth = (
   req: Http.IncomingMessage,
+  apiKeyHeader: boolean,
   onPrincipal: (principal: Principal) => void,
   onRefused: (error: ProviderError) => void
 ) => void
@@ -49,10 +53,17 @@ export const gatewayAuth = (authenticator: Authenticator["Service"], context: Co
     for (const waiter of waiters) waiter.onRefused(refusal)
   }
 
-  return (req, onPrincipal, onRefused) => {
-    const token = bearerToken(req.headers.authorization)
+  return (req, apiKeyHeader, onPrincipal, onRefused) => {
+    const xApiKey = apiKeyHeader ? req.headers["x-api-key"] : undefined
+    const token = bearerToken(req.headers.authorization) ?? (typeof xApiKey === "string" && xApiKey !== "" ? xApiKey : undefined)
     if (token === undefined) {
-      return onRefused(gatewayError(401, "missing bearer token: send Authorization: Bearer <Gateway Key>", "missing_api_key", null, "authentication_error"))
+      return onRefused(gatewayError(
+        401,
+        `missing bearer token: send Authorization: Bearer <Gateway Key>${apiKeyHeader ? " (or x-api-key: <Gateway Key>)" : ""}`,
+        "missing_api_key",
+        null,
+        "authentication_error"
+      ))
     }
     const verdict = authenticator.cached(token, "gateway", Date.now())
     if (verdict !== undefined) return verdict instanceof Unauthorized ? onRefused(unauthorized(verdict.message)) : onPrincipal(verdict)

@@ -1,17 +1,21 @@
 /**
- * The gateway's own routes: `POST /v1/chat/completions` and `GET /v1/models` (both with a Gateway Key).
+ * The gateway's own routes, all with a Gateway Key: one per API surface (chat completions, Responses, Messages and
+ * their token count, embeddings) and `GET /v1/models`.
  */
 import { Effect, Layer } from "effect"
 import { Authenticator } from "../api/Authenticator.ts"
 import { PRICE_TABLE_DATE, listPricedModels } from "../builder/derive/pricing.ts"
 import { CapturePublisher } from "../capture/CapturePublisher.ts"
 import { LedgerConfig } from "../config/LedgerConfig.ts"
-import { chatCompletions } from "./ChatCompletions.ts"
 import { gatewayAuth } from "./GatewayAuth.ts"
-import { CHAT_COMPLETIONS, GatewayRoutes, type RouteHandler, sendJson } from "./GatewayServer.ts"
+import { gatewayCall } from "./GatewayCall.ts"
+import { GatewayRoutes, type RouteHandler, sendJson } from "./GatewayServer.ts"
 import { gatewayMetrics } from "./GatewayMetrics.ts"
 import { providerRoutes } from "./routing.ts"
+import { chatSurface } from "./surfaces/chat.ts"
+import type { Surface } from "./surfaces/surface.ts"
 import { Upstreams } from "./Upstreams.ts"
+import { uuidv7 } from "./uuidv7.ts"
 
 /** `GET /v1/models`: the priced models in the OpenAI list shape, with their prices (USD per 1M tokens). */
 const modelsBody = (): string => {
@@ -44,17 +48,21 @@ export const GatewayRoutesLive = Layer.effect(
       metrics: gatewayMetrics(context)
     }
     const models = modelsBody()
-    const listModels: RouteHandler = (req, res) =>
+    const listModels: RouteHandler = (req, res) => {
+      res.setHeader("x-ledger-id", uuidv7(Date.now()))
       auth(
         req,
+        false,
         () => {
           res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(models) })
           res.end(models)
         },
         (error) => sendJson(res, error.status, error.body)
       )
+    }
+    const surfaces: ReadonlyArray<Surface> = [chatSurface]
     return new Map<string, RouteHandler>([
-      [CHAT_COMPLETIONS, chatCompletions(deps)],
+      ...surfaces.map((surface) => [surface.route, gatewayCall(deps, surface)] as const),
       ["GET /v1/models", listModels]
     ])
   })

@@ -19,9 +19,6 @@ import { uuidv7 } from "./uuidv7.ts"
 const SHUTDOWN_GRACE_MS = 30_000
 const SWEEP_MS = 100
 
-/** The route whose calls become decisions: its handler mints the ledger id itself. */
-export const CHAT_COMPLETIONS = "POST /v1/chat/completions"
-
 export type RouteHandler = (req: Http.IncomingMessage, res: Http.ServerResponse) => void
 
 /** A chat-completions error `{"error":{"message","type","param","code"}}` with its status; `type` follows the status unless given. */
@@ -86,9 +83,9 @@ export class GatewayServer extends Context.Service<GatewayServer, { readonly por
         // unknown paths share one label: metric series must not grow with what callers send
         const label = route !== undefined ? key : "other"
         res.once("close", () => metrics.request(label, res.statusCode, performance.now() - t0))
-        // every answer of the API surface carries an id; chat completions mint their own (the decision's ledger_id)
-        if (key !== CHAT_COMPLETIONS && path.startsWith("/v1/")) res.setHeader("x-ledger-id", uuidv7(Date.now()))
+        // every answer of the API surface carries an id: the routes set their own (a call's is its decision's ledger_id)
         if (route !== undefined) return route(req, res)
+        if (path.startsWith("/v1/")) res.setHeader("x-ledger-id", uuidv7(Date.now()))
         const allowed = paths.get(path)
         if (allowed !== undefined) {
           const error = gatewayError(405, `${req.method} is not allowed on ${path}; use ${allowed.join(", ")}`, "method_not_allowed", null, "invalid_request_error")

@@ -82,7 +82,8 @@ const assertCapture = (stack: GatewayStack, capture: Capture, expected: {
   readonly target: Target
   readonly stream: boolean
 }) => {
-  assert.strictEqual(capture.v, 1)
+  assert.strictEqual(capture.v, 2)
+  assert.strictEqual(capture.api, "chat")
   assert.strictEqual(capture.ledger_id, expected.ledgerId)
   assert.deepInclude(capture, {
     tenant_id: stack.principal.tenant_id,

@@ -259,9 +259,10 @@ describe("Anthropic requests", () => {
     expect(completion.usage?.prompt_tokens_details).toEqual({ cached_tokens: 100, cache_write_tokens: 20 })
   })
 
-  it("map error bodies", () => {
-    expect(adapterFor("anthropic").error(529, '{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}'))
-      .toEqual({ status: 529, body: { error: { message: "Overloaded", type: "overloaded_error", param: null, code: "overloaded_error" } } })
+  it("map error bodies, keeping Anthropic's own body for callers that speak Messages", () => {
+    const raw = '{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"},"request_id":"req_1"}'
+    expect(adapterFor("anthropic").error(529, raw))
+      .toEqual({ status: 529, body: { error: { message: "Overloaded", type: "overloaded_error", param: null, code: "overloaded_error" } }, raw })
   })
 })
 

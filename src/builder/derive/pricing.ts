@@ -10,7 +10,8 @@
  * Token semantics are chat-completions': `prompt_tokens` includes cached and cache-written tokens, so the
  * uncached input is `prompt - cached - cache_write`; reasoning tokens are part of `completion_tokens`.
  */
-import type { Capture, ProviderType, Usage } from "../../domain/capture.ts"
+import type { Capture, ProviderType } from "../../domain/capture.ts"
+import type { Usage } from "../../domain/usage.ts"
 import type { Cost } from "../../domain/decision.ts"
 import { roundTo } from "./numbers.ts"
 

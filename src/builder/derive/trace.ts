@@ -2,7 +2,7 @@
  * The logic trace: what the model was told, what happened earlier in the conversation, and what it did
  * in this call, as ordered steps.
  */
-import type { Usage } from "../../domain/capture.ts"
+import type { Usage } from "../../domain/usage.ts"
 import type { LogicStep } from "../../domain/decision.ts"
 import { type ChatCall, type ChatMessage, isInstruction, type ToolCall } from "./chat.ts"
 import { excerpt } from "./text.ts"

@@ -3,7 +3,7 @@
  * as bearer token, translated both ways. ConverseStream answers in the AWS event-stream binary framing.
  */
 import { EventStreamCodec } from "@smithy/eventstream-codec"
-import type { Usage } from "../../domain/capture.ts"
+import { type Usage, usageFrom } from "../../domain/usage.ts"
 import {
   type ChatRequest,
   type FinishReason,
@@ -12,13 +12,13 @@ import {
   parseDataUrl,
   stopSequencesOf,
   systemTexts,
-  type ToolChoice,
-  usageFrom
+  type ToolChoice
 } from "./chat.ts"
+import { DEFAULT_MAX_TOKENS, thinkingBudget } from "./anthropic.ts"
 import { errorTypeFor, fallbackMessage, parseJsonBody, providerError } from "./errors.ts"
-import { ChunkWriter, CompletionAssembler, type EventDecoder, translatedStream } from "./stream.ts"
+import { type AnswerSink, CompletionAssembler, type EventDecoder, translatedAdapter, translatedStream } from "./stream.ts"
 import { type BlockWriter, toTurns } from "./turns.ts"
-import { type Answer, type CallContext, type ProviderAdapter, type ProviderError, type StreamTranslator, UnsupportedRequest } from "./types.ts"
+import { type CallContext, type ProviderError, type StreamTranslator, type TranslatedAdapter, UnsupportedRequest } from "./types.ts"
 
 const utf8Decoder = new TextDecoder()
 const utf8Encoder = new TextEncoder()
@@ -33,6 +33,7 @@ type Block =
   | { image: { format: string; source: { bytes: string } } }
   | { toolUse: { toolUseId: string; name: string; input: object } }
   | { toolResult: { toolUseId: string; content: Array<{ text: string }> } }
+  | { reasoningContent: { reasoningText: { text: string; signature: string } } }
 
 const IMAGE_FORMATS: Record<string, string> = {
   "image/png": "png",
@@ -55,7 +56,8 @@ const blocks: BlockWriter<Block> = {
   toolCall: (call) => ({
     toolUse: { toolUseId: call.id, name: call.function.name, input: parseArguments(call.function.arguments) }
   }),
-  toolResult: (callId, _name, text) => ({ toolResult: { toolUseId: callId, content: [{ text }] } })
+  toolResult: (callId, _name, text) => ({ toolResult: { toolUseId: callId, content: [{ text }] } }),
+  reasoning: (text, signature) => ({ reasoningContent: { reasoningText: { text, signature } } })
 }
 
 /** Bedrock has no "none": the tools stay declared (tool blocks in the history require them), without a choice. */
@@ -66,7 +68,10 @@ const toolChoice = (choice: ToolChoice | undefined): object | undefined => {
   return { tool: { name: choice.function.name } }
 }
 
-const requestBody = (request: ChatRequest): Record<string, unknown> => {
+/** Anthropic models on Bedrock, by id, inference profile (`us.anthropic.…`) or ARN. */
+export const bedrockModelIsClaude = (model: string): boolean => /(?:^|[./])anthropic\./.test(model)
+
+const requestBody = (request: ChatRequest, ctx: CallContext): Record<string, unknown> => {
   const body: Record<string, unknown> = {
     messages: toTurns(request.messages, blocks).map((turn) => ({ role: turn.role, content: turn.blocks }))
   }
@@ -75,10 +80,17 @@ const requestBody = (request: ChatRequest): Record<string, unknown> => {
   const inference: Record<string, unknown> = {}
   const maxTokens = maxTokensOf(request)
   if (maxTokens !== undefined) inference.maxTokens = maxTokens
-  if (request.temperature != null) inference.temperature = request.temperature
-  if (request.top_p != null) inference.topP = request.top_p
   const stop = stopSequencesOf(request)
   if (stop) inference.stopSequences = stop
+  // Claude on Bedrock thinks through Anthropic's own field; other models have none
+  const budget = bedrockModelIsClaude(ctx.model) ? thinkingBudget(request) : undefined
+  if (budget !== undefined) {
+    body.additionalModelRequestFields = { thinking: { type: "enabled", budget_tokens: budget } }
+    if (maxTokens === undefined || maxTokens <= budget) inference.maxTokens = budget + (maxTokens ?? DEFAULT_MAX_TOKENS)
+  } else {
+    if (request.temperature != null) inference.temperature = request.temperature
+    if (request.top_p != null) inference.topP = request.top_p
+  }
   if (Object.keys(inference).length > 0) body.inferenceConfig = inference
   if (request.tools && request.tools.length > 0) {
     const choice = toolChoice(request.tool_choice)
@@ -134,7 +146,7 @@ interface ConverseResponse {
       content?: Array<{
         text?: string
         toolUse?: { toolUseId: string; name: string; input?: unknown }
-        reasoningContent?: { reasoningText?: { text?: string } }
+        reasoningContent?: { reasoningText?: { text?: string; signature?: string } }
       }>
     }
   }
@@ -142,14 +154,15 @@ interface ConverseResponse {
   usage?: BedrockUsage
 }
 
-const response = (bodyText: string, ctx: CallContext): Answer => {
+const completion = (bodyText: string, ctx: CallContext) => {
   const converse = JSON.parse(bodyText) as ConverseResponse
   const answer = new CompletionAssembler(ctx.model)
   let tools = 0
   for (const block of converse.output?.message?.content ?? []) {
     if (block.text !== undefined) answer.add(0, { content: block.text }, undefined)
     else if (block.reasoningContent?.reasoningText?.text) {
-      answer.add(0, { reasoning_content: block.reasoningContent.reasoningText.text }, undefined)
+      const reasoning = block.reasoningContent.reasoningText
+      answer.add(0, { reasoning_content: reasoning.text ?? null, reasoning_signature: reasoning.signature ?? null }, undefined)
     } else if (block.toolUse) {
       const call = block.toolUse
       answer.add(0, { tool_calls: [{ index: tools++, id: call.toolUseId, function: { name: call.name, arguments: JSON.stringify(call.input ?? {}) } }] }, undefined)
@@ -157,7 +170,7 @@ const response = (bodyText: string, ctx: CallContext): Answer => {
   }
   answer.add(0, undefined, finishReason(converse.stopReason))
   answer.usage = converse.usage ? toUsage(converse.usage) : null
-  return { text: JSON.stringify(answer.completion()), usage: answer.usage }
+  return { completion: answer.completion(), usage: answer.usage }
 }
 
 /** Exception events carry their type, not a status: the status the same error has as a response. */
@@ -253,13 +266,12 @@ class EventStreamDecoder implements EventDecoder {
 interface StreamEvent {
   contentBlockIndex: number
   start?: { toolUse?: { toolUseId: string; name: string } }
-  delta?: { text?: string; toolUse?: { input?: string }; reasoningContent?: { text?: string } }
+  delta?: { text?: string; toolUse?: { input?: string }; reasoningContent?: { text?: string; signature?: string } }
   stopReason?: string
   usage?: BedrockUsage
 }
 
-const stream = (ctx: CallContext): StreamTranslator => {
-  const writer = new ChunkWriter(ctx.model, ctx.includeUsage)
+const streamTo = (_ctx: CallContext, writer: AnswerSink): StreamTranslator => {
   /** tool-call index of each toolUse content block, by block index */
   const toolIndex: Array<number> = []
   let tools = 0
@@ -279,6 +291,7 @@ const stream = (ctx: CallContext): StreamTranslator => {
         const delta = event.delta
         if (delta?.text !== undefined) return writer.text(delta.text)
         if (delta?.reasoningContent?.text) return writer.reasoning(delta.reasoningContent.text)
+        if (delta?.reasoningContent?.signature) return writer.reasoningSignature(delta.reasoningContent.signature)
         const index = toolIndex[event.contentBlockIndex]
         if (delta?.toolUse?.input && index !== undefined) return writer.toolArguments(index, delta.toolUse.input)
         return ""
@@ -300,7 +313,7 @@ const stream = (ctx: CallContext): StreamTranslator => {
   })
 }
 
-export const bedrock: ProviderAdapter = {
+export const bedrock: TranslatedAdapter = translatedAdapter({
   prepare(request, ctx) {
     const headers: Record<string, string> = {
       "content-type": "application/json",
@@ -311,13 +324,13 @@ export const bedrock: ProviderAdapter = {
     return {
       url: `${ctx.baseUrl}/model/${encodeURIComponent(ctx.model)}/${operation}`,
       headers,
-      body: JSON.stringify(requestBody(request))
+      body: JSON.stringify(requestBody(request, ctx))
     }
   },
-  response,
-  stream,
+  completion,
+  streamTo,
   error: (status, bodyText, headers) => {
     const header = headers?.["x-amzn-errortype"]
     return bedrockError(status, bodyText, typeof header === "string" ? exceptionName(header) ?? undefined : undefined)
   }
-}
+})

@@ -3,7 +3,7 @@
  * shares to read requests and write answers in it. Types cover the fields the adapters read or write;
  * other fields pass through untouched where the provider speaks the same format.
  */
-import type { OpenAIUsage, Usage } from "../../domain/capture.ts"
+import type { OpenAIUsage, Usage } from "../../domain/usage.ts"
 
 export interface ContentPart {
   readonly type: string
@@ -27,6 +27,10 @@ export interface ChatMessage {
   readonly name?: string
   readonly tool_calls?: ReadonlyArray<ToolCall>
   readonly tool_call_id?: string
+  /** an assistant turn's reasoning, as the model produced it (sent back where the provider wants it) */
+  readonly reasoning_content?: string
+  /** the provider's signature of that reasoning (Anthropic thinking): required to send it back */
+  readonly reasoning_signature?: string
 }
 
 export interface ToolDefinition {
@@ -58,6 +62,8 @@ export interface ChatRequest {
     readonly type: string
     readonly json_schema?: { readonly name?: string; readonly schema?: object }
   }
+  /** `low`, `medium`, `high`, ...: the model thinks first (Anthropic thinking, Gemini thinking budget) */
+  readonly reasoning_effort?: string | null
 }
 
 export type FinishReason = "stop" | "length" | "tool_calls" | "content_filter" | "function_call"
@@ -69,6 +75,8 @@ export interface AssistantMessage {
   tool_calls?: Array<ToolCall>
   /** the model's reasoning where the provider returns it (the field name DeepSeek, vLLM and others use) */
   reasoning_content?: string
+  /** the provider's signature of that reasoning (Anthropic thinking) */
+  reasoning_signature?: string
 }
 
 export interface Choice {
@@ -172,31 +180,6 @@ export const toOpenAIUsage = (usage: Usage): OpenAIUsage => {
   }
   if (usage.reasoning_tokens !== undefined) out.completion_tokens_details = { reasoning_tokens: usage.reasoning_tokens }
   return out
-}
-
-/**
- * Usage from the counts the translated providers report. `input` excludes cache reads and writes
- * (Anthropic, Bedrock), so prompt_tokens adds them back, as chat-completions counts them.
- */
-export const usageFrom = (counts: {
-  readonly input: number
-  readonly output: number
-  readonly cacheRead?: number | undefined
-  readonly cacheWrite?: number | undefined
-  readonly reasoning?: number | undefined
-}): Usage => {
-  const cacheRead = counts.cacheRead ?? 0
-  const cacheWrite = counts.cacheWrite ?? 0
-  const prompt = counts.input + cacheRead + cacheWrite
-  const usage: { -readonly [K in keyof Usage]: Usage[K] } = {
-    prompt_tokens: prompt,
-    completion_tokens: counts.output,
-    total_tokens: prompt + counts.output
-  }
-  if (counts.cacheRead !== undefined) usage.cached_tokens = counts.cacheRead
-  if (counts.cacheWrite !== undefined) usage.cache_write_tokens = counts.cacheWrite
-  if (counts.reasoning !== undefined) usage.reasoning_tokens = counts.reasoning
-  return usage
 }
 
 /** Seconds since the epoch, as chat-completions `created`. */

@@ -3,7 +3,7 @@
  * translated both ways. A streamed chunk has the same shape as a whole answer, so both go through one
  * translation (`translateChunk`).
  */
-import type { Usage } from "../../domain/capture.ts"
+import { type Usage, usageFrom } from "../../domain/usage.ts"
 import {
   type ChatRequest,
   type FinishReason,
@@ -14,14 +14,13 @@ import {
   stopSequencesOf,
   systemTexts,
   type ToolChoice,
-  toolCallId,
-  usageFrom
+  toolCallId
 } from "./chat.ts"
 import { errorTypeFor, fallbackMessage, parseJsonBody, providerError, stringOrNull } from "./errors.ts"
 import { SseDecoder } from "./sse.ts"
-import { ChunkWriter, translatedStream } from "./stream.ts"
+import { type AnswerSink, ChunkWriter, translatedAdapter, translatedStream } from "./stream.ts"
 import { type BlockWriter, toTurns } from "./turns.ts"
-import type { Answer, CallContext, ProviderAdapter, ProviderError, StreamTranslator } from "./types.ts"
+import type { CallContext, ProviderError, StreamTranslator, TranslatedAdapter } from "./types.ts"
 
 /**
  * Gemini 3 refuses a replayed function call without the thought signature it was issued with. Callers that
@@ -91,8 +90,13 @@ const generationConfig = (request: ChatRequest): Record<string, unknown> => {
     config.responseMimeType = "application/json"
     if (format.json_schema?.schema) config.responseJsonSchema = format.json_schema.schema
   }
+  const budget = THINKING_BUDGET[request.reasoning_effort ?? ""]
+  if (budget !== undefined) config.thinkingConfig = { thinkingBudget: budget, includeThoughts: true }
   return config
 }
+
+/** Thinking budget (tokens) for a reasoning effort; 0 turns thinking off where the model allows it. */
+const THINKING_BUDGET: Record<string, number> = { none: 0, minimal: 512, low: 1024, medium: 8192, high: 24_576, xhigh: 32_768, max: 32_768 }
 
 const requestBody = (request: ChatRequest): Record<string, unknown> => {
   const body: Record<string, unknown> = {
@@ -172,10 +176,10 @@ interface GenerateContentResponse {
 
 /** Translates one response (a whole answer or one streamed chunk) through `writer`; returns the frames. */
 class ChunkTranslator {
-  private readonly writer: ChunkWriter
+  private readonly writer: AnswerSink
   private tools = 0
 
-  constructor(writer: ChunkWriter) {
+  constructor(writer: AnswerSink) {
     this.writer = writer
   }
 
@@ -203,24 +207,23 @@ class ChunkTranslator {
   }
 }
 
-const response = (bodyText: string, ctx: CallContext): Answer => {
+const completion = (bodyText: string, ctx: CallContext) => {
   const writer = new ChunkWriter(ctx.model, false)
   new ChunkTranslator(writer).translate(JSON.parse(bodyText) as GenerateContentResponse)
-  return { text: JSON.stringify(writer.assembly.completion()), usage: writer.assembly.usage }
+  return { completion: writer.assembly.completion(), usage: writer.assembly.usage }
 }
 
-const stream = (ctx: CallContext): StreamTranslator => {
-  const writer = new ChunkWriter(ctx.model, ctx.includeUsage)
-  const chunks = new ChunkTranslator(writer)
+const streamTo = (_ctx: CallContext, sink: AnswerSink): StreamTranslator => {
+  const chunks = new ChunkTranslator(sink)
   return translatedStream(
-    writer,
+    sink,
     (onEvent) => new SseDecoder(onEvent),
     (_event, data) => chunks.translate(JSON.parse(data) as GenerateContentResponse)
   )
 }
 
 /** `{"error": {code, message, status}}`, sometimes wrapped in an array (streaming endpoint). */
-const geminiError = (status: number, body: unknown): ProviderError => {
+export const geminiError = (status: number, body: unknown): ProviderError => {
   const error = (Array.isArray(body) ? body[0] : body)?.error as GenerateContentResponse["error"] | undefined
   if (error && typeof error.message === "string") {
     return providerError(status, error.message, errorTypeFor(status), stringOrNull(error.status))
@@ -228,7 +231,13 @@ const geminiError = (status: number, body: unknown): ProviderError => {
   return providerError(status, fallbackMessage(status, body as Record<string, unknown> | undefined, ""))
 }
 
-export const gemini: ProviderAdapter = {
+/** A Gemini error body (JSON or not) → a provider error. */
+export const geminiBodyError = (status: number, bodyText: string): ProviderError => {
+  const body = parseJsonBody(bodyText)
+  return body === undefined ? providerError(status, fallbackMessage(status, undefined, bodyText)) : geminiError(status, body)
+}
+
+export const gemini: TranslatedAdapter = translatedAdapter({
   prepare(request, ctx) {
     const method = ctx.stream ? "streamGenerateContent?alt=sse" : "generateContent"
     const headers: Record<string, string> = {
@@ -242,10 +251,7 @@ export const gemini: ProviderAdapter = {
       body: JSON.stringify(requestBody(request))
     }
   },
-  response,
-  stream,
-  error: (status, bodyText) => {
-    const body = parseJsonBody(bodyText)
-    return body === undefined ? providerError(status, fallbackMessage(status, undefined, bodyText)) : geminiError(status, body)
-  }
-}
+  completion,
+  streamTo,
+  error: geminiBodyError
+})

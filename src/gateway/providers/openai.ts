@@ -3,7 +3,7 @@
  * (Azure OpenAI, OpenAI-compatible upstreams): the request and answer pass through; only the model name,
  * the address and the credential header change.
  */
-import { fromOpenAIUsage, type OpenAIUsage } from "../../domain/capture.ts"
+import { fromOpenAIUsage, type OpenAIUsage } from "../../domain/usage.ts"
 import type { ChatRequest, FinishReason } from "./chat.ts"
 import { errorTypeFor, fallbackMessage, parseJsonBody, providerError, stringOrNull } from "./errors.ts"
 import { SseDecoder } from "./sse.ts"
@@ -81,6 +81,11 @@ class OpenAIWireStream implements StreamTranslator {
   private out = ""
   private doneSent = false
 
+  /** the caller has [DONE] */
+  get complete(): boolean {
+    return this.doneSent
+  }
+
   constructor(ctx: CallContext) {
     this.hideUsage = !ctx.includeUsage
     this.assembly = new CompletionAssembler(ctx.model)
@@ -114,6 +119,12 @@ class OpenAIWireStream implements StreamTranslator {
     if (!this.doneSent) this.out += DONE_FRAME
     this.doneSent = true
     return this.take()
+  }
+
+  /** The shape OpenAI itself ends a failed stream with, which the OpenAI clients raise as an APIError. */
+  fail(error: ProviderError): string {
+    this.assembly.error = error
+    return `data: ${JSON.stringify(error.body)}\n\n`
   }
 
   assembled(): StreamAnswer {

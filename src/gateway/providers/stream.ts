@@ -1,8 +1,9 @@
 /**
- * Streamed answers in chat-completions terms: assembling chunks into one chat.completion (for the capture),
- * and writing chat.completion.chunk frames for providers whose stream is translated.
+ * Streamed answers in chat-completions terms: assembling chunks into one chat.completion (for the capture), the
+ * `AnswerSink` a translated provider's stream is written to, and its chat-completions implementation (`ChunkWriter`,
+ * chat.completion.chunk frames). The Responses and Messages surfaces have sinks of their own.
  */
-import type { Usage } from "../../domain/capture.ts"
+import type { Usage } from "../../domain/usage.ts"
 import {
   type ChatCompletion,
   completionId,
@@ -12,7 +13,7 @@ import {
   type ToolCall
 } from "./chat.ts"
 import { providerError } from "./errors.ts"
-import type { ProviderError, StreamAnswer, StreamTranslator } from "./types.ts"
+import type { ProviderError, StreamAnswer, StreamTranslator, TranslatedAdapter } from "./types.ts"
 
 /** A chat.completion.chunk delta as OpenAI-type providers send it. */
 export interface ChunkDelta {
@@ -20,6 +21,8 @@ export interface ChunkDelta {
   readonly content?: string | null
   readonly refusal?: string | null
   readonly reasoning_content?: string | null
+  /** the signature closing the reasoning (Anthropic thinking) */
+  readonly reasoning_signature?: string | null
   readonly tool_calls?: ReadonlyArray<{
     readonly index: number
     readonly id?: string
@@ -38,6 +41,7 @@ interface ToolCallState {
 class ChoiceState {
   content = ""
   reasoning = ""
+  signature = ""
   refusal: string | null = null
   readonly toolCalls: Array<ToolCallState> = []
   finish: FinishReason | null = null
@@ -69,6 +73,7 @@ export class CompletionAssembler {
     if (delta) {
       if (delta.content) choice.content += delta.content
       if (delta.reasoning_content) choice.reasoning += delta.reasoning_content
+      if (delta.reasoning_signature) choice.signature = delta.reasoning_signature
       if (delta.refusal) choice.refusal = (choice.refusal ?? "") + delta.refusal
       if (delta.tool_calls) for (const call of delta.tool_calls) this.addToolCall(choice, call)
     }
@@ -105,6 +110,7 @@ export class CompletionAssembler {
         }))
       }
       if (choice.reasoning) message.reasoning_content = choice.reasoning
+      if (choice.signature) message.reasoning_signature = choice.signature
       choices.push({
         index,
         message,
@@ -132,14 +138,43 @@ export const DONE_FRAME = "data: [DONE]\n\n"
 const FRAME_END = ',"finish_reason":null}]}\n\n'
 
 /**
+ * Where a translated provider's stream goes: each call reports one piece of the answer and returns the frames to
+ * write to the caller now, in the surface's format. Every sink assembles the answer as it goes (`assembly`, in chat
+ * terms) and gives it in the surface's format for the capture (`answer`). One choice.
+ */
+export interface AnswerSink {
+  readonly assembly: CompletionAssembler
+  /** the first frames; the provider's message id and model when it reports them */
+  start(id?: string, model?: string): string
+  text(text: string): string
+  reasoning(text: string): string
+  /** the signature closing the reasoning so far (Anthropic thinking): the caller needs it to send the reasoning back */
+  reasoningSignature(signature: string): string
+  /** a new tool call; `index` counts tool calls (not content blocks) from 0 */
+  toolCall(index: number, id: string, name: string, args: string, extra?: ToolCall["extra_content"]): string
+  toolArguments(index: number, fragment: string): string
+  finish(reason: FinishReason): string
+  usage(usage: Usage): void
+  /** a provider failure mid-stream: the frames that end the stream with it */
+  fail(error: ProviderError): string
+  /** the closing frames */
+  end(): string
+  /** the terminal frame has been written */
+  readonly complete: boolean
+  /** the answer so far, in the surface's format */
+  answer(): StreamAnswer
+}
+
+/**
  * Writes chat.completion.chunk frames (one choice) for a translated stream and assembles them as it goes.
  * Each frame is one precomputed prefix plus the serialised delta, so a text delta costs one small stringify.
  */
-export class ChunkWriter {
+export class ChunkWriter implements AnswerSink {
   readonly assembly: CompletionAssembler
   private readonly includeUsage: boolean
   private prefix = ""
   private head = ""
+  complete = false
 
   constructor(model: string, includeUsage: boolean) {
     this.assembly = new CompletionAssembler(model)
@@ -167,6 +202,12 @@ export class ChunkWriter {
     if (!text) return ""
     this.assembly.add(0, { reasoning_content: text }, undefined)
     return this.start() + this.prefix + `{"reasoning_content":${JSON.stringify(text)}}` + FRAME_END
+  }
+
+  /** Chat-completions callers have no way to send a signature back: it is kept for the capture only. */
+  reasoningSignature(signature: string): string {
+    this.assembly.add(0, { reasoning_signature: signature }, undefined)
+    return ""
   }
 
   /** A new tool call; `index` counts tool calls (not content blocks) from 0. */
@@ -199,10 +240,15 @@ export class ChunkWriter {
 
   /** The closing frames: the usage chunk when the caller asked for it, then [DONE]. */
   end(): string {
+    this.complete = true
     if (!this.includeUsage || !this.assembly.usage) return DONE_FRAME
     const opening = this.start()
     const usage = JSON.stringify(toOpenAIUsage(this.assembly.usage))
     return opening + `data: ${this.head},"choices":[],"usage":${usage}}\n\n` + DONE_FRAME
+  }
+
+  answer(): StreamAnswer {
+    return this.assembly.answer()
   }
 }
 
@@ -214,11 +260,11 @@ export interface EventDecoder {
 
 /**
  * The stream translator of a translated provider: decoded upstream events are handed to `handle`, which
- * returns the frames to write. An event that cannot be read ends the answer with an error frame instead of
- * failing the whole relay.
+ * writes them to the sink and returns the frames to relay. An event that cannot be read ends the answer with an
+ * error frame instead of failing the whole relay.
  */
 export const translatedStream = (
-  writer: ChunkWriter,
+  sink: AnswerSink,
   decoder: (onEvent: (event: string, data: string) => void) => EventDecoder,
   handle: (event: string, data: string) => string
 ): StreamTranslator => {
@@ -227,7 +273,7 @@ export const translatedStream = (
     try {
       out += handle(event, data)
     } catch (cause) {
-      out += writer.fail(providerError(502, `unreadable provider stream event: ${String(cause)}`, "api_error"))
+      out += sink.fail(providerError(502, `unreadable provider stream event: ${String(cause)}`, "api_error"))
     }
   })
   const take = (): string => {
@@ -242,9 +288,23 @@ export const translatedStream = (
     },
     end() {
       input.end()
-      out += writer.end()
+      out += sink.end()
       return take()
     },
-    assembled: () => writer.assembly.answer()
+    fail: (error) => sink.fail(error),
+    get complete() {
+      return sink.complete
+    },
+    assembled: () => sink.answer()
   }
 }
+
+/** The parts a translated provider defines; its chat-completions `response` and `stream` follow from them. */
+export const translatedAdapter = (parts: Omit<TranslatedAdapter, "response" | "stream">): TranslatedAdapter => ({
+  ...parts,
+  response: (bodyText, ctx) => {
+    const { completion, usage } = parts.completion(bodyText, ctx)
+    return { text: JSON.stringify(completion), usage }
+  },
+  stream: (ctx) => parts.streamTo(ctx, new ChunkWriter(ctx.model, ctx.includeUsage))
+})

@@ -17,6 +17,8 @@ export interface BlockWriter<B> {
   toolCall(call: ToolCall): B
   /** a tool message: the result of call `callId` of tool `name` */
   toolResult(callId: string, name: string, text: string): B
+  /** an assistant turn's signed reasoning, for providers that take it back (Anthropic thinking); left out otherwise */
+  reasoning?(text: string, signature: string): B
 }
 
 export interface Turn<B> {
@@ -45,6 +47,9 @@ export const toTurns = <B>(messages: ReadonlyArray<ChatMessage>, writer: BlockWr
       case "user":
       case "assistant": {
         const role = message.role
+        if (role === "assistant" && message.reasoning_signature && writer.reasoning) {
+          append(role, writer.reasoning(message.reasoning_content ?? "", message.reasoning_signature))
+        }
         if (typeof message.content === "string") {
           if (message.content) append(role, writer.text(message.content))
         } else if (message.content) {

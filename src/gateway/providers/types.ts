@@ -5,8 +5,9 @@
  * translate the answer (whole or streamed) into chat-completions, and map provider errors. They do no I/O;
  * the gateway does the fetch, the relaying and the capture.
  */
-import type { Usage } from "../../domain/capture.ts"
-import type { ChatRequest } from "./chat.ts"
+import type { Usage } from "../../domain/usage.ts"
+import type { ChatCompletion, ChatRequest } from "./chat.ts"
+import type { AnswerSink } from "./stream.ts"
 
 export interface CallContext {
   /** model name without the routing prefix (Azure: the deployment name) */
@@ -21,10 +22,14 @@ export interface CallContext {
   /** Azure OpenAI `api-version` */
   readonly apiVersion?: string | undefined
   /**
-   * The caller's request body as received (the text `request` was parsed from). OpenAI-wire adapters forward it
+   * The caller's request body as received (the text `request` was parsed from). Pass-through adapters forward it
    * with only the model edited when that can be done safely, instead of serialising the request again.
    */
   readonly requestText?: string | undefined
+  /** caller headers the provider's own API defines (`anthropic-version`, `anthropic-beta`), passed on unchanged */
+  readonly passHeaders?: Readonly<Record<string, string>> | undefined
+  /** the decision's id: adapters that answer for a provider mint ids from it (a translated Responses answer's id) */
+  readonly ledgerId?: string | undefined
 }
 
 export interface UpstreamRequest {
@@ -43,16 +48,24 @@ export interface ErrorBody {
   }
 }
 
-/** A provider error in chat-completions terms, keeping the provider's HTTP status. */
+/**
+ * A provider error in chat-completions terms (every surface renders it in its own shape), keeping the provider's
+ * HTTP status. `raw` is the provider's own body, relayed as it is where the caller speaks the provider's API.
+ */
 export interface ProviderError {
   readonly status: number
   readonly body: ErrorBody
+  readonly raw?: string | undefined
 }
 
-/** A complete answer: the chat.completion JSON text (sent to the caller, and captured) and its usage. */
+/**
+ * A complete answer: the JSON text sent to the caller and its usage; `captured` is what the capture keeps when that
+ * differs from what the caller got (embeddings without their vectors).
+ */
 export interface Answer {
   readonly text: string
   readonly usage: Usage | null
+  readonly captured?: string | undefined
 }
 
 /** A streamed answer as assembled so far; `error` is set when the provider failed mid-stream. */
@@ -61,38 +74,53 @@ export interface StreamAnswer extends Answer {
 }
 
 /**
- * Translates one upstream stream into chat.completion.chunk server-sent events.
+ * Translates one upstream stream into the surface's server-sent events.
  * Bytes may be split anywhere (inside an SSE line, a UTF-8 character or a binary frame).
  */
 export interface StreamTranslator {
   /** feeds upstream bytes; returns the SSE text to write to the caller now (often "") */
   push(bytes: Uint8Array): string
-  /** the upstream ended: returns the remaining frames, ending with `data: [DONE]` */
+  /** the upstream ended: returns the remaining frames (chat completions: ending with `data: [DONE]`) */
   end(): string
-  /** the answer so far as one chat.completion (also usable after an abort, for partial captures) */
+  /** the provider failed mid-stream (the gateway's 502/504): the frames that end the stream with that error */
+  fail(error: ProviderError): string
+  /** the caller has the whole answer (its terminal event was relayed), even if the upstream has not ended yet */
+  readonly complete: boolean
+  /** the answer so far in the surface's format (also usable after an abort, for partial captures) */
   assembled(): StreamAnswer
 }
 
 /** Response headers of the upstream, as undici gives them (lower-case names). */
 export type UpstreamHeaders = Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
 
-export interface ProviderAdapter {
+export interface ProviderAdapter<Request = ChatRequest> {
   /** Builds the upstream HTTP request. Throws `UnsupportedRequest` for input the provider cannot take. */
-  prepare(request: ChatRequest, ctx: CallContext): UpstreamRequest
+  prepare(request: Request, ctx: CallContext): UpstreamRequest
   /** Translates a successful (2xx) non-streamed upstream body; may throw on a body that is not the provider's JSON (answer 502). */
   response(bodyText: string, ctx: CallContext): Answer
   stream(ctx: CallContext): StreamTranslator
-  /** Maps a non-2xx upstream answer to the chat-completions error shape, keeping the status (some providers name the error in a header). */
+  /** Maps a non-2xx upstream answer to a provider error, keeping the status (some providers name the error in a header). */
   error(status: number, bodyText: string, headers?: UpstreamHeaders): ProviderError
 }
 
 /** A request the provider cannot take (e.g. an image URL where only inline bytes are accepted): a 400 for the caller. */
 export class UnsupportedRequest extends Error {
-  readonly status = 400
+  readonly status: number = 400
   readonly body: ErrorBody
-  constructor(message: string, param: string | null = null) {
+  constructor(message: string, param: string | null = null, code = "unsupported_for_provider") {
     super(message)
     this.name = "UnsupportedRequest"
-    this.body = { error: { message, type: "invalid_request_error", param, code: "unsupported_for_provider" } }
+    this.body = { error: { message, type: "invalid_request_error", param, code } }
   }
+}
+
+/**
+ * A provider reached by translation from chat completions (Anthropic, Gemini, Bedrock). Other surfaces reach it
+ * through the chat form: they write its stream to a sink of their own and read its whole answer as a completion.
+ */
+export interface TranslatedAdapter extends ProviderAdapter<ChatRequest> {
+  /** the provider's stream, written to `sink` */
+  streamTo(ctx: CallContext, sink: AnswerSink): StreamTranslator
+  /** a successful non-streamed answer as a chat completion; may throw on a body that is not the provider's JSON */
+  completion(bodyText: string, ctx: CallContext): { readonly completion: ChatCompletion; readonly usage: Usage | null }
 }

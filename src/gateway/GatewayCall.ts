@@ -1,38 +1,36 @@
 /**
- * `POST /v1/chat/completions`: authenticate (cached), read the fields routing needs, forward, relay, capture.
+ * One gateway call on any API surface: authenticate (cached), read what routing needs, forward, relay, capture.
  *
- * One `ChatCall` object per request holds all of its state and is itself the undici dispatch handler, so the
- * happy path allocates little and runs no Effect: the Gateway Key is checked with the Authenticator's
- * synchronous cache probe (Effect only on a cache miss), the body is parsed once, OpenAI-wire providers get the
- * caller's body text with only the model edited, and chunks are written to the caller as the provider sends
- * them. After the answer is on its way the capture (JSON text built once) is handed to the CapturePublisher.
+ * One `GatewayCall` object per request holds all of its state and is itself the undici dispatch handler, so the
+ * happy path allocates little and runs no Effect: the Gateway Key is checked with the Authenticator's synchronous
+ * cache probe (Effect only on a cache miss), the body is parsed once, pass-through adapters get the caller's body
+ * text with only the model edited, and chunks are written to the caller as the provider sends them. After the answer
+ * is on its way the capture (JSON text built once) is handed to the CapturePublisher.
  *
- * What is captured: every call that was sent to a provider — answers, provider errors (with the provider's
- * status), upstream failures (502/504), and calls the caller abandoned (`aborted`, with what had arrived).
- * Requests refused before that (401, 400, 413) are answered with an error and counted in the metrics, but not
- * captured: no model was called, so there is no decision to record.
+ * What is captured: every call that was sent to a provider — answers, provider errors (with the provider's status),
+ * upstream failures (502/504), and calls the caller abandoned (`aborted`, with what had arrived). Requests refused
+ * before that (401, 400, 413) are answered with an error and counted in the metrics, but not captured: no model was
+ * called, so there is no decision to record. Surfaces without an API (count_tokens) are forwarded, not captured.
  */
 import type * as Http from "node:http"
 import type { Dispatcher } from "undici"
 import type { CapturePublisher } from "../capture/CapturePublisher.ts"
 import type { LedgerSettings } from "../config/LedgerConfig.ts"
-import { CAPTURE_VERSION, type Capture, type CaptureError, type Usage } from "../domain/capture.ts"
+import { CAPTURE_VERSION, type Capture, type CaptureError } from "../domain/capture.ts"
 import type { Principal } from "../domain/principal.ts"
+import type { Usage } from "../domain/usage.ts"
+import { type Attribution, attribution, isError } from "./attribution.ts"
 import type { GatewayAuth } from "./GatewayAuth.ts"
 import type { GatewayMetrics } from "./GatewayMetrics.ts"
-import { gatewayError, sendJson } from "./GatewayServer.ts"
-import { DONE_FRAME } from "./providers/stream.ts"
-import type { CallContext, ChatRequest, ProviderError, StreamTranslator, UpstreamHeaders } from "./providers/index.ts"
+import { gatewayError } from "./GatewayServer.ts"
+import type { ProviderError, StreamTranslator, UpstreamHeaders } from "./providers/index.ts"
 import { UnsupportedRequest } from "./providers/index.ts"
-import type { ProviderRoute, ProviderRoutes } from "./routing.ts"
+import type { ProviderRoutes } from "./routing.ts"
+import type { CallPlan, Surface } from "./surfaces/surface.ts"
 import { connectTimeoutMs, type Upstreams } from "./Upstreams.ts"
 import { uuidv7 } from "./uuidv7.ts"
 
-/** Longest `agent_id`, `agent_name` or `execution_id` accepted. */
-export const MAX_ID_LENGTH = 256
-const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f]/
-
-export interface ChatDependencies {
+export interface CallDependencies {
   readonly settings: LedgerSettings
   readonly auth: GatewayAuth
   readonly publisher: CapturePublisher["Service"]
@@ -47,6 +45,9 @@ const SSE_HEADERS = {
   "x-accel-buffering": "no"
 }
 
+/** Provider answer headers a caller's client acts on (when and whether to retry), relayed with provider errors. */
+const RELAYED_ERROR_HEADERS = ["retry-after", "retry-after-ms", "x-should-retry"] as const
+
 /** The reason an upstream request is aborted when its caller goes away. */
 class CallerGone extends Error {
   constructor() {
@@ -60,85 +61,17 @@ const errorCode = (error: unknown): string | undefined => {
   return typeof code === "string" ? code : undefined
 }
 
-/** An identity query parameter: absent (null), valid, or the error to answer. */
-const identity = (params: URLSearchParams, name: string, required: boolean): string | null | ProviderError => {
-  const value = params.get(name)
-  if (value === null || value === "") {
-    return required
-      ? gatewayError(400, `query parameter ${name} is required (the agent making the call)`, "missing_parameter", name)
-      : null
-  }
-  if (value.length > MAX_ID_LENGTH) {
-    return gatewayError(400, `query parameter ${name} is longer than ${MAX_ID_LENGTH} characters`, "invalid_parameter", name)
-  }
-  if (CONTROL_CHARACTERS.test(value)) {
-    return gatewayError(400, `query parameter ${name} contains control characters`, "invalid_parameter", name)
-  }
-  return value
-}
-
-const isError = (value: unknown): value is ProviderError =>
-  typeof value === "object" && value !== null && "body" in value && "status" in value
-
-interface Validated {
-  readonly request: ChatRequest
-  readonly route: ProviderRoute
-  readonly model: string
-  readonly stream: boolean
-}
-
-/** The checks the gateway makes itself; everything else is the provider's to judge. */
-const validate = (body: unknown, providers: ProviderRoutes): Validated | ProviderError => {
-  if (typeof body !== "object" || body === null || Array.isArray(body)) {
-    return gatewayError(400, "the request body must be a JSON object", "invalid_body")
-  }
-  const request = body as Record<string, unknown>
-  const model = request.model
-  if (typeof model !== "string" || model === "") {
-    return gatewayError(400, "model is required: provider/model-name, e.g. openai/gpt-4o", "missing_parameter", "model")
-  }
-  const slash = model.indexOf("/")
-  if (slash <= 0 || slash === model.length - 1) {
-    return gatewayError(400, `model must be provider/model-name (e.g. openai/gpt-4o), got "${model.slice(0, 100)}"`, "invalid_model", "model")
-  }
-  const prefix = model.slice(0, slash)
-  const route = providers.routes.get(prefix)
-  if (route === undefined) {
-    const hint = providers.unconfigured.get(prefix)
-    return gatewayError(
-      400,
-      hint !== undefined
-        ? `provider ${prefix} is not configured on this gateway: ${hint}`
-        : `unknown provider "${prefix.slice(0, 100)}"; known: ${[...providers.routes.keys()].join(", ")}`,
-      "unknown_provider",
-      "model"
-    )
-  }
-  const messages = request.messages
-  if (!Array.isArray(messages) || messages.length === 0) {
-    return gatewayError(400, "messages must be a non-empty array", messages === undefined ? "missing_parameter" : "invalid_parameter", "messages")
-  }
-  for (let i = 0; i < messages.length; i++) {
-    const message = messages[i] as { role?: unknown } | null
-    if (typeof message !== "object" || message === null || typeof message.role !== "string") {
-      return gatewayError(400, `messages[${i}] must be an object with a string role`, "invalid_parameter", `messages[${i}]`)
-    }
-  }
-  const stream = request.stream
-  if (stream !== undefined && stream !== null && typeof stream !== "boolean") {
-    return gatewayError(400, "stream must be a boolean", "invalid_parameter", "stream")
-  }
-  const options = request.stream_options
-  if (options !== undefined && options !== null && (typeof options !== "object" || Array.isArray(options))) {
-    return gatewayError(400, "stream_options must be an object", "invalid_parameter", "stream_options")
-  }
-  return { request: body as ChatRequest, route, model: model.slice(slash + 1), stream: stream === true }
-}
-
 const round = (ms: number) => Math.round(ms * 1000) / 1000
 
-class ChatCall implements Dispatcher.DispatchHandler {
-  private readonly deps: ChatDependencies
+/** Writes a JSON text with its length (no chunked encoding for small answers). */
+const sendText = (res: Http.ServerResponse, status: number, text: string, headers: Http.OutgoingHttpHeaders) => {
+  res.writeHead(status, { ...headers, "content-type": "application/json", "content-length": Buffer.byteLength(text) })
+  res.end(text)
+}
+
+class GatewayCall implements Dispatcher.DispatchHandler {
+  private readonly deps: CallDependencies
+  private readonly surface: Surface
   private readonly req: Http.IncomingMessage
   private readonly res: Http.ServerResponse
   private readonly ledgerId: string
@@ -154,11 +87,8 @@ class ChatCall implements Dispatcher.DispatchHandler {
   private answered = false
 
   // set once the call is sent to the provider
-  private agentId = ""
-  private agentName: string | null = null
-  private executionId: string | null = null
-  private route: ProviderRoute | undefined
-  private ctx: CallContext | undefined
+  private who: Attribution | undefined
+  private plan: CallPlan | undefined
   private controller: Dispatcher.DispatchController | undefined
   private upstreamStart = 0
   private upstreamEnd = 0
@@ -169,12 +99,11 @@ class ChatCall implements Dispatcher.DispatchHandler {
   private translator: StreamTranslator | undefined
   private responseChunks: Array<Buffer> = []
   private aborted = false
-  /** the caller has the whole streamed answer (its [DONE]) even if the upstream has not ended yet */
-  private delivered = false
   private captured = false
 
-  constructor(deps: ChatDependencies, req: Http.IncomingMessage, res: Http.ServerResponse) {
+  constructor(deps: CallDependencies, surface: Surface, req: Http.IncomingMessage, res: Http.ServerResponse) {
     this.deps = deps
+    this.surface = surface
     this.req = req
     this.res = res
     this.startedAt = Date.now()
@@ -203,6 +132,7 @@ class ChatCall implements Dispatcher.DispatchHandler {
     })
     this.deps.auth(
       req,
+      this.surface.apiKeyHeader,
       (principal) => {
         this.principal = principal
         this.proceed()
@@ -216,13 +146,8 @@ class ChatCall implements Dispatcher.DispatchHandler {
     if (this.answered || this.principal === undefined || this.bodyText === undefined) return
     const url = this.req.url ?? ""
     const q = url.indexOf("?")
-    const params = new URLSearchParams(q === -1 ? "" : url.slice(q + 1))
-    const agentId = identity(params, "agent_id", true)
-    if (isError(agentId)) return this.refuse(agentId)
-    const agentName = identity(params, "agent_name", false)
-    if (isError(agentName)) return this.refuse(agentName)
-    const executionId = identity(params, "execution_id", false)
-    if (isError(executionId)) return this.refuse(executionId)
+    const who = attribution(q === -1 ? undefined : new URLSearchParams(url.slice(q + 1)), this.req.headers)
+    if (isError(who)) return this.refuse(who)
 
     let body: unknown
     try {
@@ -230,38 +155,31 @@ class ChatCall implements Dispatcher.DispatchHandler {
     } catch (cause) {
       return this.refuse(gatewayError(400, `the request body is not valid JSON: ${(cause as Error).message}`, "invalid_json"))
     }
-    const call = validate(body, this.deps.providers)
-    if (isError(call)) return this.refuse(call)
-
     const apiKey = this.req.headers["x-service-provider-api-key"]
-    const ctx: CallContext = {
-      model: call.model,
+    const plan = this.surface.plan(body, {
+      providers: this.deps.providers,
+      req: this.req,
+      bodyText: this.bodyText,
       apiKey: typeof apiKey === "string" && apiKey !== "" ? apiKey : undefined,
-      baseUrl: call.route.baseUrl,
-      stream: call.stream,
-      includeUsage: call.request.stream_options?.include_usage === true,
-      apiVersion: call.route.apiVersion,
-      requestText: this.bodyText
-    }
+      ledgerId: this.ledgerId
+    })
+    if (isError(plan)) return this.refuse(plan)
     let upstream
     try {
-      upstream = call.route.adapter.prepare(call.request, ctx)
+      upstream = plan.adapter.prepare(plan.request, plan.ctx)
     } catch (cause) {
       if (cause instanceof UnsupportedRequest) return this.refuse({ status: cause.status, body: cause.body })
       return this.refuse(gatewayError(
         400,
-        `the request could not be translated for ${call.route.name} (are the messages and tools in the chat-completions shape?): ${(cause as Error).message}`,
+        `the request could not be translated for ${plan.route.name} (is it in ${this.surface.shape}?): ${(cause as Error).message}`,
         "invalid_request"
       ))
     }
-    this.agentId = agentId as string
-    this.agentName = agentName
-    this.executionId = executionId
-    this.route = call.route
-    this.ctx = ctx
+    this.who = who
+    this.plan = plan
     this.upstreamStart = performance.now()
-    this.deps.upstreams.pool(call.route.origin).dispatch(
-      { path: upstream.url.slice(call.route.origin.length), method: "POST", headers: upstream.headers, body: upstream.body },
+    this.deps.upstreams.pool(plan.route.origin).dispatch(
+      { path: upstream.url.slice(plan.route.origin.length), method: "POST", headers: upstream.headers, body: upstream.body },
       this
     )
   }
@@ -276,8 +194,9 @@ class ChatCall implements Dispatcher.DispatchHandler {
   onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: UpstreamHeaders): void {
     this.status = statusCode
     if (statusCode >= 300) this.errorHeaders = headers
-    if (statusCode >= 200 && statusCode < 300 && this.ctx!.stream) {
-      this.translator = this.route!.adapter.stream(this.ctx!)
+    const plan = this.plan!
+    if (statusCode >= 200 && statusCode < 300 && plan.ctx.stream) {
+      this.translator = plan.adapter.stream(plan.ctx)
       this.res.writeHead(200, { ...SSE_HEADERS, "x-ledger-id": this.ledgerId })
       this.res.flushHeaders()
     }
@@ -291,8 +210,6 @@ class ChatCall implements Dispatcher.DispatchHandler {
     }
     const out = this.translator.push(chunk)
     if (out.length === 0) return
-    // OpenAI-wire relays pass [DONE] on before the upstream ends; a caller that leaves then has its answer
-    if (out.endsWith(DONE_FRAME)) this.delivered = true
     if (!this.res.write(out)) {
       // the caller reads slower than the provider writes: stop reading upstream until it catches up
       controller.pause()
@@ -302,11 +219,13 @@ class ChatCall implements Dispatcher.DispatchHandler {
 
   onResponseEnd(): void {
     this.upstreamEnd = performance.now()
-    const { route, ctx, res } = this
+    const plan = this.plan!
+    const { res } = this
     if (this.translator !== undefined) {
       this.answered = true
       res.end(this.translator.end())
       const answer = this.translator.assembled()
+      if (answer.error === null && answer.text !== "") plan.answered?.(answer.text)
       return this.capture(answer.text, answer.usage, answer.error === null ? null : captureError(answer.error), 200)
     }
     const text = this.responseChunks.length === 1
@@ -316,25 +235,30 @@ class ChatCall implements Dispatcher.DispatchHandler {
     if (this.status >= 200 && this.status < 300) {
       let answer
       try {
-        answer = route!.adapter.response(text, ctx!)
+        answer = plan.adapter.response(text, plan.ctx)
       } catch {
-        return this.upstreamFailed(gatewayError(502, `provider ${route!.name} returned an answer that could not be read`, "bad_upstream_response", null, "api_error"))
+        return this.upstreamFailed(gatewayError(502, `provider ${plan.route.name} returned an answer that could not be read`, "bad_upstream_response", null, "api_error"))
       }
       this.answered = true
-      res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(answer.text), "x-ledger-id": this.ledgerId })
-      res.end(answer.text)
-      return this.capture(answer.text, answer.usage, null, 200)
+      sendText(res, 200, answer.text, { "x-ledger-id": this.ledgerId })
+      plan.answered?.(answer.text)
+      return this.capture(answer.captured ?? answer.text, answer.usage, null, 200)
     }
-    const error = route!.adapter.error(this.status, text, this.errorHeaders)
+    const error = plan.adapter.error(this.status, text, this.errorHeaders)
     this.answered = true
-    sendJson(res, error.status, error.body, { "x-ledger-id": this.ledgerId })
+    const headers: Http.OutgoingHttpHeaders = { "x-ledger-id": this.ledgerId }
+    for (const name of RELAYED_ERROR_HEADERS) {
+      const value = this.errorHeaders[name]
+      if (typeof value === "string") headers[name] = value
+    }
+    sendText(res, error.status, this.surface.errorText(error), headers)
     this.capture(null, null, captureError(error), error.status)
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
     this.upstreamEnd = performance.now()
     if (this.aborted || error instanceof CallerGone) return this.abandoned()
-    const name = this.route!.name
+    const name = this.plan!.route.name
     const code = errorCode(error)
     const timeout = this.deps.settings.upstreamTimeoutMs
     // undici's timeouts mean the provider took too long (504) rather than failed (502)
@@ -355,11 +279,11 @@ class ChatCall implements Dispatcher.DispatchHandler {
     this.answered = true
     if (this.translator !== undefined) {
       // the stream is under way (status 200 sent): end it with an error event, as providers do
-      this.res.end(`data: ${JSON.stringify(error.body)}\n\n`)
+      this.res.end(this.translator.fail(error))
       const answer = this.translator.assembled()
       return this.capture(answer.text, answer.usage, captureError(error), 200)
     }
-    sendJson(this.res, error.status, error.body, { "x-ledger-id": this.ledgerId })
+    sendText(this.res, error.status, this.surface.errorText(error), { "x-ledger-id": this.ledgerId })
     this.capture(null, null, captureError(error), error.status)
   }
 
@@ -375,7 +299,8 @@ class ChatCall implements Dispatcher.DispatchHandler {
   }
 
   private onClose(): void {
-    if (this.res.writableFinished || this.delivered) return
+    // a caller that leaves after the answer's terminal event has its whole answer
+    if (this.res.writableFinished || this.translator?.complete === true) return
     this.answered = true
     this.aborted = true
     // before the call went out there is nothing to stop or record
@@ -395,32 +320,38 @@ class ChatCall implements Dispatcher.DispatchHandler {
     const headers: Http.OutgoingHttpHeaders = { "x-ledger-id": this.ledgerId }
     // an oversized body is not read to its end: close the connection rather than drain it
     if (close) headers.connection = "close"
-    sendJson(this.res, error.status, error.body, headers)
+    sendText(this.res, error.status, this.surface.errorText(error), headers)
   }
 
   private capture(response: string | null, usage: Usage | null, error: CaptureError | null, status: number): void {
     if (this.captured) return
     this.captured = true
     const now = performance.now()
-    const principal = this.principal!
     const upstreamMs = (this.upstreamEnd || now) - this.upstreamStart
+    this.deps.metrics.overhead(now - this.t0 - upstreamMs)
+    const api = this.surface.api
+    if (api === null) return
+    const principal = this.principal!
+    const { route, ctx } = this.plan!
+    const who = this.who!
     const capture: Capture = {
       v: CAPTURE_VERSION,
+      api,
       ledger_id: this.ledgerId,
       tenant_id: principal.tenant_id,
       workspace_id: principal.workspace_id,
       user_id: principal.user_id,
       key_id: principal.token_id,
-      agent_id: this.agentId,
-      agent_name: this.agentName,
-      execution_id: this.executionId,
-      provider: this.route!.name,
-      provider_type: this.route!.type,
-      model: this.ctx!.model,
-      stream: this.ctx!.stream,
+      agent_id: who.agentId,
+      agent_name: who.agentName,
+      execution_id: who.executionId,
+      provider: route.name,
+      provider_type: route.type,
+      model: ctx.model,
+      stream: ctx.stream,
       request: this.bodyText!,
       response,
-      error: error === null ? null : withoutKey(error, this.ctx!.apiKey),
+      error: error === null ? null : withoutKey(error, ctx.apiKey),
       status,
       aborted: this.aborted,
       usage,
@@ -430,11 +361,10 @@ class ChatCall implements Dispatcher.DispatchHandler {
       upstream_ms: round(upstreamMs)
     }
     this.deps.publisher.offer(JSON.stringify(capture))
-    this.deps.metrics.overhead(now - this.t0 - upstreamMs)
   }
 }
 
-const captureError = (error: ProviderError): CaptureError => ({
+export const captureError = (error: ProviderError): CaptureError => ({
   status: error.status,
   type: error.body.error.type,
   code: error.body.error.code,
@@ -445,11 +375,11 @@ const captureError = (error: ProviderError): CaptureError => ({
 const MIN_REDACTED_KEY_LENGTH = 8
 
 /** A provider may quote the key it was sent in an error message (never stored or logged): the ledger keeps the message without it. */
-const withoutKey = (error: CaptureError, apiKey: string | undefined): CaptureError =>
+export const withoutKey = (error: CaptureError, apiKey: string | undefined): CaptureError =>
   apiKey === undefined || apiKey.length < MIN_REDACTED_KEY_LENGTH || !error.message.includes(apiKey)
     ? error
     : { ...error, message: error.message.replaceAll(apiKey, "[provider key]") }
 
-/** The route handler. */
-export const chatCompletions = (deps: ChatDependencies) => (req: Http.IncomingMessage, res: Http.ServerResponse): void =>
-  new ChatCall(deps, req, res).start()
+/** The route handler of a surface. */
+export const gatewayCall = (deps: CallDependencies, surface: Surface) => (req: Http.IncomingMessage, res: Http.ServerResponse): void =>
+  new GatewayCall(deps, surface, req, res).start()
