@@ -64,7 +64,7 @@ const BUILT_COLUMNS = `d.ledger_id::text AS ledger_id, d.session_id::text AS ses
   coalesce((d.usage->>'completion_tokens')::int, 0) AS completion_tokens,
   jsonb_build_object('evidence', d.derivation->'evidence', 'findings', d.derivation->'findings',
     'artifacts', d.derivation->'artifacts') AS derivation,
-  d.raw_request, d.raw_response, d.subjects`
+  d.api, d.raw_request, d.raw_response, d.subjects`
 
 const progressOf = Effect.gen(function*() {
   const sql = yield* ScopedSql

@@ -3,7 +3,7 @@
  * signature, hand-off fingerprints, subjects and evidence sources. The builder stored the call as exchanged and its
  * derivation; this reads both back without re-deriving anything.
  */
-import { readCall } from "../builder/derive/chat.ts"
+import { readCall } from "../builder/derive/read.ts"
 import type { Subject } from "../builder/derive/subjects.ts"
 import { collapseWhitespace, splitFences, truncate } from "../builder/derive/text.ts"
 import type { Capture } from "../domain/capture.ts"
@@ -30,6 +30,7 @@ export interface BuiltDecision {
   readonly completion_tokens: number
   readonly status: number
   readonly derivation: { readonly evidence?: unknown; readonly findings?: unknown; readonly artifacts?: unknown } | null
+  readonly api: Capture["api"]
   readonly raw_request: string
   readonly raw_response: string | null
   readonly subjects: unknown
@@ -90,8 +91,8 @@ const sourceOf = (evidence: any): EvidenceSource | undefined => {
 }
 
 export const analyseDecision = (decision: BuiltDecision): DecisionAnalysis => {
-  // readCall reads only the request and the response of a capture
-  const call = readCall({ request: decision.raw_request, response: decision.raw_response } as Capture)
+  // readCall reads only the API, the request and the response of a capture
+  const call = readCall({ api: decision.api, request: decision.raw_request, response: decision.raw_response } as Capture)
   const lastAssistant = call.messages.findLastIndex((message) => message.role === "assistant")
   const newestInputs = call.messages.slice(lastAssistant + 1).filter((message) => message.role === "user" || message.role === "tool")
     .map((message) => message.text)

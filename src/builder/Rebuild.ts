@@ -10,8 +10,10 @@
 import { Context, Effect, Layer, Result } from "effect"
 import type { SqlError } from "effect/sql"
 import { isDeepStrictEqual } from "node:util"
+import type { LogicStep } from "../domain/decision.ts"
 import type { DatabaseUnavailable } from "../domain/errors.ts"
 import { ScopedSql, TenantSql, unavailable } from "../store/TenantSql.ts"
+import { continueTrace } from "./derive/trace.ts"
 import { captureOfStored, pgJson, pgText, reconstruct, type StoredCall } from "./reconstruct.ts"
 import { agentLockKey, floats, lockAgents, texts, uuids, type WorkspaceScope, writeSessions } from "./store.ts"
 
@@ -40,6 +42,7 @@ const asUnavailable = <A, E, R>(effect: Effect.Effect<A, E | SqlError.SqlError, 
   >
 
 interface StoredRow extends StoredCall {
+  readonly previous_ledger_id: string | null
   readonly session_id: string
   readonly cursor_at: string
   readonly title: string
@@ -47,7 +50,7 @@ interface StoredRow extends StoredCall {
   readonly subjects: unknown
 }
 
-const COLUMNS = `ledger_id, tenant_id, workspace_id, user_id, key_id, agent_id, execution_id, provider, provider_type, model,
+const COLUMNS = `api, previous_ledger_id, ledger_id, tenant_id, workspace_id, user_id, key_id, agent_id, execution_id, provider, provider_type, model,
   stream, status, aborted, usage, error, raw_request, raw_response, created_at, created_at::text AS cursor_at, latency_ms,
   first_token_ms, upstream_ms, capture_version, session_id, title, derivation, subjects`
 
@@ -61,6 +64,15 @@ const readPage = (after: StoredRow | undefined, size: number) =>
       : yield* sql<StoredRow>`SELECT ${sql.literal(COLUMNS)} FROM decisions
           WHERE (session_id, created_at, ledger_id) > (${after.session_id}::uuid, ${after.cursor_at}::timestamptz, ${after.ledger_id}::uuid)
           ORDER BY session_id, created_at, ledger_id LIMIT ${size}`
+  })
+
+/** A stored decision's trace (what the decisions continuing it open with). */
+const storedTrace = (ledgerId: string) =>
+  Effect.gen(function*() {
+    const sql = yield* ScopedSql
+    const [row] = yield* sql<{ trace: ReadonlyArray<LogicStep> | null }>`
+      SELECT derivation->'logic_trace' AS trace FROM decisions WHERE ledger_id = ${ledgerId}::uuid`
+    return row?.trace ?? []
   })
 
 /** Recomputes a workspace's session and agent rollups from its decisions (inside its write transaction). */
@@ -154,6 +166,8 @@ export class Rebuilder extends Context.Service<Rebuilder, {
             const page = yield* tenantSql.write(scope, asUnavailable(Effect.gen(function*() {
               const rows = yield* readPage(cursor, batchSize)
               const updates: Array<{ ledger_id: string; title: string; intent: string; outcome: string; cost: number | null; quality: number; confidence: number; derivation: string; subjects: string }> = []
+              /** traces rebuilt on this page, for the calls that continue them (pages before it are stored) */
+              const traces = new Map<string, ReadonlyArray<LogicStep>>()
               for (const row of rows) {
                 const rebuilt = yield* Effect.result(Effect.flatMap(captureOfStored(row), reconstruct))
                 if (Result.isFailure(rebuilt)) {
@@ -161,7 +175,13 @@ export class Rebuilder extends Context.Service<Rebuilder, {
                   yield* Effect.logWarning("decision not rebuilt", { ledger_id: row.ledger_id, reason: rebuilt.failure.message })
                   continue
                 }
-                const { derivation, subjects } = rebuilt.success
+                const { subjects } = rebuilt.success
+                let { derivation } = rebuilt.success
+                if (row.previous_ledger_id !== null) {
+                  const earlier = traces.get(row.previous_ledger_id) ?? (yield* storedTrace(row.previous_ledger_id))
+                  derivation = { ...derivation, logic_trace: continueTrace(earlier, derivation.logic_trace) }
+                }
+                traces.set(row.ledger_id, derivation.logic_trace)
                 const derivationJson = pgJson(derivation)
                 const subjectsJson = pgJson(subjects)
                 const title = pgText(derivation.title)

@@ -5,7 +5,7 @@
 import { Effect, Schema } from "effect"
 import { Capture, captureUsage, decodeCapture } from "../domain/capture.ts"
 import type { Derivation } from "../domain/decision.ts"
-import { readCall } from "./derive/chat.ts"
+import { readCall } from "./derive/read.ts"
 import { deriveFromCall } from "./derive/derive.ts"
 import { extractSubjectsFromCall, type Subject } from "./derive/subjects.ts"
 
@@ -84,6 +84,10 @@ export interface Reconstruction {
   readonly capture: StorableCapture
   readonly derivation: Derivation
   readonly subjects: ReadonlyArray<Subject>
+  /** the provider's id of the answer, by which a later call may continue it */
+  readonly responseId: string | null
+  /** the response this call continues (`previous_response_id`), whose decision it links to */
+  readonly continues: string | null
 }
 
 /**
@@ -95,14 +99,20 @@ export const reconstruct = (capture: StorableCapture): Effect.Effect<Reconstruct
     try: () => {
       const call = readCall(capture)
       const derivation = deriveFromCall(capture, call)
-      return { capture, derivation, subjects: extractSubjectsFromCall(derivation, call) }
+      return {
+        capture,
+        derivation,
+        subjects: extractSubjectsFromCall(derivation, call),
+        responseId: call.responseId ?? null,
+        continues: call.continues ?? null
+      }
     },
     catch: (error) =>
       new UnbuildableCapture({ message: `derivation failed: ${error instanceof Error ? error.message : String(error)}` })
   })
 
 /** Facts about the call the rows and rollups share. */
-export const callFacts = ({ capture, derivation }: Reconstruction) => ({
+export const callFacts = ({ capture, derivation }: Pick<Reconstruction, "capture" | "derivation">) => ({
   latencyMs: Math.max(0, capture.ended_at - capture.started_at),
   firstTokenMs: capture.first_token_at === null ? null : Math.max(0, capture.first_token_at - capture.started_at),
   costUsd: derivation.cost.total_usd,
@@ -128,6 +138,7 @@ export const pgJson = (value: unknown): string => {
 
 /** A stored decision row, as `ledger rebuild` reads it back. */
 export interface StoredCall {
+  readonly api: string
   readonly ledger_id: string
   readonly tenant_id: string
   readonly workspace_id: string
@@ -159,6 +170,7 @@ export const captureOfStored = (row: StoredCall): Effect.Effect<StorableCapture,
   const started = row.created_at.getTime()
   return decodeStoredCapture({
     v: row.capture_version,
+    ...(row.capture_version === 1 ? {} : { api: row.api }),
     ledger_id: row.ledger_id,
     tenant_id: row.tenant_id,
     workspace_id: row.workspace_id,

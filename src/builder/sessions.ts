@@ -2,6 +2,7 @@
  * Session assignment (DESIGN §5), as pure planning over one agent's calls and the sessions already stored.
  *
  * - A call with an `execution_id` belongs to the one session of that execution (per tenant, workspace and agent).
+ * - A call that continues another (a `previous_response_id` chain) belongs to that call's session.
  * - Other calls are grouped by inactivity: two calls are in the same session when the gap between them (end of
  *   one to start of the other) is at most the configured gap, transitively. A session spans [first start, last
  *   end] of its calls, so a call joins every stored session it comes within the gap of — extending one, or
@@ -19,6 +20,8 @@ export interface PlannedCall {
   /** epoch ms */
   readonly start: number
   readonly end: number
+  /** the call this one continues, of the same agent: a stored decision's session, or a call planned with this one */
+  readonly follows?: { readonly session_id: string } | { readonly ledger_id: string } | undefined
 }
 
 /** A stored session the batch's calls may touch. */
@@ -91,6 +94,23 @@ export const planSessions = (
     }
     const spans = spansByAgent.get(call.agent_id) ?? []
     spansByAgent.set(call.agent_id, spans)
+    const followed = call.follows === undefined
+      ? undefined
+      : "session_id" in call.follows
+      ? call.follows.session_id
+      : assignment.get(call.follows.ledger_id)
+    if (followed !== undefined) {
+      // the predecessor's session, followed through any merge so far; a gap session's span grows to the call
+      let id = followed
+      for (let next = foldedInto.get(id); next !== undefined; next = foldedInto.get(id)) id = next
+      const span = spans.find((candidate) => candidate.id === id)
+      if (span !== undefined) {
+        span.start = Math.min(span.start, call.start)
+        span.end = Math.max(span.end, call.end)
+      }
+      assignment.set(call.ledger_id, id)
+      continue
+    }
     const reached = spans.filter((span) => touches(span, call, options.gapMs))
     if (reached.length === 0) {
       const span = { id: options.newId(), stored: false, start: call.start, end: call.end }

@@ -12,10 +12,13 @@ import { PgTypes } from "@effect/sql-pg"
 import { Effect, Result } from "effect"
 import type { SqlError } from "effect/sql"
 import * as Crypto from "node:crypto"
+import { captureApi } from "../domain/capture.ts"
+import type { LogicStep } from "../domain/decision.ts"
 import type { DatabaseUnavailable } from "../domain/errors.ts"
 import { ScopedSql, TenantSql } from "../store/TenantSql.ts"
+import { continueTrace } from "./derive/trace.ts"
 import { callFacts, pgJson, pgText, type Reconstruction } from "./reconstruct.ts"
-import { earlierFirst, type KnownSession, planSessions, type SessionRollup, sessionSummary } from "./sessions.ts"
+import { earlierFirst, type KnownSession, type PlannedCall, planSessions, type SessionRollup, sessionSummary } from "./sessions.ts"
 
 // --- typed array parameters: UNNEST needs element types the driver cannot infer from mixed or all-NULL values
 
@@ -83,7 +86,18 @@ const groupByWorkspace = (batch: ReadonlyArray<Reconstruction>) => {
 
 const callEnd = (item: Reconstruction) => item.capture.started_at + callFacts(item).latencyMs
 
-const loadSessions = (items: ReadonlyArray<Reconstruction>, gapMs: number) =>
+/** What the builder reads of a session `s`: its identity, span and rollup, and its first decision `f` (FIRST_DECISION). */
+const SESSION_COLUMNS = `s.session_id, s.agent_id, s.execution_id, s.started_at, s.ended_at,
+  s.decision_count::float8 AS decision_count, s.error_count::float8 AS error_count,
+  s.total_cost_usd, s.total_tokens::float8 AS total_tokens,
+  f.ledger_id AS first_ledger_id, f.created_at AS first_at, f.title AS first_title`
+const FIRST_DECISION = `LEFT JOIN LATERAL (
+  SELECT d.ledger_id, d.created_at, d.title FROM decisions d
+  WHERE d.session_id = s.session_id ORDER BY d.created_at, d.ledger_id LIMIT 1
+) f ON true`
+
+/** The sessions the items may touch: their executions', those within the gap, and the ones they continue (`followed`). */
+const loadSessions = (items: ReadonlyArray<Reconstruction>, gapMs: number, followed: ReadonlyArray<string>) =>
   Effect.gen(function*() {
     const sql = yield* ScopedSql
     // one probe per execution, and one window per agent for its gap-grouped calls
@@ -100,7 +114,7 @@ const loadSessions = (items: ReadonlyArray<Reconstruction>, gapMs: number) =>
       probes.set(key, probe)
     }
     const list = [...probes.values()]
-    const rows = yield* sql<{
+    type Row = {
       session_id: string
       agent_id: string
       execution_id: string | null
@@ -113,20 +127,22 @@ const loadSessions = (items: ReadonlyArray<Reconstruction>, gapMs: number) =>
       first_ledger_id: string | null
       first_at: Date | null
       first_title: string | null
-    }>`
-      SELECT s.session_id, s.agent_id, s.execution_id, s.started_at, s.ended_at,
-             s.decision_count::float8 AS decision_count, s.error_count::float8 AS error_count,
-             s.total_cost_usd, s.total_tokens::float8 AS total_tokens,
-             f.ledger_id AS first_ledger_id, f.created_at AS first_at, f.title AS first_title
+    }
+    const found = yield* sql<Row>`
+      SELECT ${sql.literal(SESSION_COLUMNS)}
       FROM UNNEST(${texts(list.map((p) => p.agent))}, ${texts(list.map((p) => p.execution))},
                   ${times(list.map((p) => p.lo))}, ${times(list.map((p) => p.hi))}) AS q(agent_id, execution_id, lo, hi)
       JOIN sessions s ON s.agent_id = q.agent_id AND (
         (q.execution_id IS NOT NULL AND s.execution_id = q.execution_id)
         OR (q.execution_id IS NULL AND s.execution_id IS NULL AND s.ended_at >= q.lo AND s.started_at <= q.hi))
-      LEFT JOIN LATERAL (
-        SELECT d.ledger_id, d.created_at, d.title FROM decisions d
-        WHERE d.session_id = s.session_id ORDER BY d.created_at, d.ledger_id LIMIT 1
-      ) f ON true`
+      ${sql.literal(FIRST_DECISION)}`
+    const seen = new Set(found.map((row) => row.session_id))
+    const more = followed.filter((id) => !seen.has(id))
+    const rows = more.length === 0 ? found : [
+      ...found,
+      ...yield* sql<Row>`SELECT ${sql.literal(SESSION_COLUMNS)} FROM unnest(${uuids(more)}) AS q(id)
+        CROSS JOIN LATERAL (SELECT * FROM sessions s WHERE s.session_id = q.id LIMIT 1) s ${sql.literal(FIRST_DECISION)}`
+    ]
     return rows.map((row): LoadedSession => ({
       session_id: row.session_id,
       agent_id: row.agent_id,
@@ -147,7 +163,68 @@ const loadSessions = (items: ReadonlyArray<Reconstruction>, gapMs: number) =>
     }))
   })
 
-const insertDecisions = (scope: WorkspaceScope, items: ReadonlyArray<Reconstruction>, sessionOf: (ledgerId: string) => string) =>
+/** How a call continues another: the decision it links to, and the session it joins (the same agent's only). */
+interface Link {
+  readonly previous: string
+  readonly follows: PlannedCall["follows"]
+}
+
+/**
+ * Joins the calls that continue another (`previous_response_id`) to the decision they continue, found by the
+ * provider's id of its answer in the batch or among the stored decisions: the call links to it, joins its session
+ * when it is the same agent's and names no execution of its own, and its trace opens with the turns it continues.
+ * A predecessor not built yet leaves the call unlinked (sessions by execution or gap, its own turns only).
+ */
+const linkChains = (items: ReadonlyArray<Reconstruction>) =>
+  Effect.gen(function*() {
+    const links = new Map<string, Link>()
+    const continued = items.filter((item) => item.continues !== null)
+    if (continued.length === 0) return { items, links }
+    const byResponse = new Map(items.flatMap((item) => (item.responseId === null ? [] : [[item.responseId, item] as const])))
+    const missing = [...new Set(continued.flatMap((item) => (byResponse.has(item.continues!) ? [] : [item.continues!])))]
+    const sql = yield* ScopedSql
+    const stored = missing.length === 0 ? [] : yield* sql<{
+      response_id: string
+      ledger_id: string
+      session_id: string
+      agent_id: string
+      trace: ReadonlyArray<LogicStep> | null
+    }>`
+      SELECT q.id AS response_id, x.ledger_id, x.session_id, x.agent_id, x.trace FROM unnest(${texts(missing)}) AS q(id)
+      CROSS JOIN LATERAL (SELECT d.ledger_id, d.session_id, d.agent_id, d.derivation->'logic_trace' AS trace
+        FROM decisions d WHERE d.response_id = q.id ORDER BY d.created_at DESC LIMIT 1) x`
+    const storedBy = new Map(stored.map((row) => [row.response_id, row]))
+    // in time order, so a predecessor in the batch has its own earlier turns joined before its successor reads them
+    const joined = new Map<string, Reconstruction>()
+    for (const item of [...items].sort((a, b) => a.capture.started_at - b.capture.started_at)) {
+      const inBatch = item.continues === null ? undefined : byResponse.get(item.continues)
+      const fromBatch = inBatch === undefined || inBatch === item ? undefined : joined.get(inBatch.capture.ledger_id) ?? inBatch
+      const fromStore = item.continues === null ? undefined : storedBy.get(item.continues)
+      const predecessor = fromBatch !== undefined
+        ? { ledger_id: fromBatch.capture.ledger_id, agent_id: fromBatch.capture.agent_id, trace: fromBatch.derivation.logic_trace, follows: { ledger_id: fromBatch.capture.ledger_id } }
+        : fromStore !== undefined
+        ? { ledger_id: fromStore.ledger_id, agent_id: fromStore.agent_id, trace: fromStore.trace ?? [], follows: { session_id: fromStore.session_id } }
+        : undefined
+      if (predecessor === undefined) {
+        joined.set(item.capture.ledger_id, item)
+        continue
+      }
+      const sameAgent = predecessor.agent_id === item.capture.agent_id && item.capture.execution_id === null
+      links.set(item.capture.ledger_id, { previous: predecessor.ledger_id, follows: sameAgent ? predecessor.follows : undefined })
+      joined.set(item.capture.ledger_id, {
+        ...item,
+        derivation: { ...item.derivation, logic_trace: continueTrace(predecessor.trace, item.derivation.logic_trace) }
+      })
+    }
+    return { items: items.map((item) => joined.get(item.capture.ledger_id)!), links }
+  })
+
+const insertDecisions = (
+  scope: WorkspaceScope,
+  items: ReadonlyArray<Reconstruction>,
+  sessionOf: (ledgerId: string) => string,
+  previousOf: (ledgerId: string) => string | null
+) =>
   Effect.gen(function*() {
     const sql = yield* ScopedSql
     const facts = items.map(callFacts)
@@ -156,11 +233,12 @@ const insertDecisions = (scope: WorkspaceScope, items: ReadonlyArray<Reconstruct
       INSERT INTO decisions (ledger_id, tenant_id, workspace_id, user_id, key_id, agent_id, session_id, execution_id,
         created_at, provider, provider_type, model, stream, status, title, intent, outcome, cost_usd, quality, confidence,
         latency_ms, first_token_ms, usage, derivation, subjects, raw_request, raw_response, error, aborted, upstream_ms,
-        capture_version, captured_at, built_at)
+        capture_version, captured_at, api, response_id, previous_ledger_id, built_at)
       SELECT ledger_id, ${scope.tenant_id}::uuid, ${scope.workspace_id}::uuid, user_id, key_id, agent_id, session_id,
         execution_id, created_at, provider, provider_type, model, stream, status, title, intent, outcome, cost_usd,
         quality, confidence, latency_ms, first_token_ms, usage::jsonb, derivation::jsonb, subjects::jsonb, raw_request,
-        raw_response, error::jsonb, aborted, upstream_ms, capture_version, captured_at, clock_timestamp()
+        raw_response, error::jsonb, aborted, upstream_ms, capture_version, captured_at, api, response_id,
+        previous_ledger_id, clock_timestamp()
       FROM UNNEST(
         ${uuids(column(({ capture }) => capture.ledger_id))},
         ${uuids(column(({ capture }) => capture.user_id))},
@@ -191,10 +269,14 @@ const insertDecisions = (scope: WorkspaceScope, items: ReadonlyArray<Reconstruct
         ${bools(column(({ capture }) => capture.aborted))},
         ${ints(column(({ capture }) => capture.upstream_ms))},
         ${ints(column(({ capture }) => capture.v))},
-        ${times(column(({ capture }) => capture.ended_at))}
+        ${times(column(({ capture }) => capture.ended_at))},
+        ${texts(column(({ capture }) => captureApi(capture)))},
+        ${texts(column(({ responseId }) => responseId === null ? null : pgText(responseId)))},
+        ${uuids(column(({ capture }) => previousOf(capture.ledger_id)))}
       ) AS v(ledger_id, user_id, key_id, agent_id, session_id, execution_id, created_at, provider, provider_type, model,
              stream, status, title, intent, outcome, cost_usd, quality, confidence, latency_ms, first_token_ms, usage,
-             derivation, subjects, raw_request, raw_response, error, aborted, upstream_ms, capture_version, captured_at)
+             derivation, subjects, raw_request, raw_response, error, aborted, upstream_ms, capture_version, captured_at,
+             api, response_id, previous_ledger_id)
       ON CONFLICT (ledger_id) DO NOTHING
       RETURNING ledger_id`
     return new Set(rows.map((row) => row.ledger_id))
@@ -314,23 +396,26 @@ const storeGroup = (scope: WorkspaceScope, group: ReadonlyArray<Reconstruction>,
       SELECT x.ledger_id FROM unnest(${uuids(group.map((item) => item.capture.ledger_id))}) AS q(id)
       CROSS JOIN LATERAL (SELECT d.ledger_id FROM decisions d WHERE d.ledger_id = q.id LIMIT 1) x`
     const known = new Set(existing.map((row) => row.ledger_id))
-    const items = group.filter((item) => !known.has(item.capture.ledger_id))
-    if (items.length === 0) return new Set<string>()
+    const fresh = group.filter((item) => !known.has(item.capture.ledger_id))
+    if (fresh.length === 0) return new Set<string>()
 
-    const loaded = yield* loadSessions(items, gapMs)
+    const { items, links } = yield* linkChains(fresh)
+    const followed = [...links.values()].flatMap(({ follows }) => (follows !== undefined && "session_id" in follows ? [follows.session_id] : []))
+    const loaded = yield* loadSessions(items, gapMs, followed)
     const plan = planSessions(
       items.map((item) => ({
         ledger_id: item.capture.ledger_id,
         agent_id: item.capture.agent_id,
         execution_id: item.capture.execution_id,
         start: item.capture.started_at,
-        end: callEnd(item)
+        end: callEnd(item),
+        follows: links.get(item.capture.ledger_id)?.follows
       })),
       loaded,
       { gapMs, newId: () => Crypto.randomUUID() }
     )
     const sessionOf = (ledgerId: string) => plan.assignment.get(ledgerId)!
-    const inserted = yield* insertDecisions(scope, items, sessionOf)
+    const inserted = yield* insertDecisions(scope, items, sessionOf, (ledgerId) => links.get(ledgerId)?.previous ?? null)
 
     if (plan.merged.size > 0) {
       const drops = [...plan.merged.keys()]

@@ -350,7 +350,8 @@ class GatewayCall implements Dispatcher.DispatchHandler {
       model: ctx.model,
       stream: ctx.stream,
       request: this.bodyText!,
-      response,
+      // a stream cut before its first event assembled nothing
+      response: response === "" ? null : response,
       error: error === null ? null : withoutKey(error, ctx.apiKey),
       status,
       aborted: this.aborted,

@@ -13,6 +13,7 @@ import { GatewayRoutes, type RouteHandler, sendJson } from "./GatewayServer.ts"
 import { gatewayMetrics } from "./GatewayMetrics.ts"
 import { providerRoutes } from "./routing.ts"
 import { chatSurface } from "./surfaces/chat.ts"
+import { countTokensSurface, messagesSurface } from "./surfaces/messages.ts"
 import type { Surface } from "./surfaces/surface.ts"
 import { Upstreams } from "./Upstreams.ts"
 import { uuidv7 } from "./uuidv7.ts"
@@ -60,7 +61,7 @@ export const GatewayRoutesLive = Layer.effect(
         (error) => sendJson(res, error.status, error.body)
       )
     }
-    const surfaces: ReadonlyArray<Surface> = [chatSurface]
+    const surfaces: ReadonlyArray<Surface> = [chatSurface, messagesSurface, countTokensSurface]
     return new Map<string, RouteHandler>([
       ...surfaces.map((surface) => [surface.route, gatewayCall(deps, surface)] as const),
       ["GET /v1/models", listModels]

@@ -746,6 +746,20 @@ const oidcLogins = run([
   `CREATE INDEX users_email ON users (lower(email))`
 ])
 
+/**
+ * The agents' own APIs (Responses, Messages, embeddings). A decision names the API it was made on (its raw request
+ * and response are in that format), the provider's id of its answer (`resp_…`, `msg_…`, `chatcmpl-…`: a
+ * `previous_response_id` names its predecessor by it), and the decision it continues. Existing decisions are chat
+ * completions. The index is built as the migration runs, holding writes to `decisions` meanwhile (see README,
+ * Upgrading).
+ */
+const agentApis = run([
+  `ALTER TABLE decisions ADD COLUMN api text NOT NULL DEFAULT 'chat'`,
+  `ALTER TABLE decisions ADD COLUMN response_id text`,
+  `ALTER TABLE decisions ADD COLUMN previous_ledger_id uuid`,
+  `CREATE INDEX decisions_response ON decisions (tenant_id, workspace_id, response_id) WHERE response_id IS NOT NULL`
+])
+
 /** Ordered migrations; ids never change once released. */
 export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
   "0001_initial": initial,
@@ -759,5 +773,6 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0009_oauth_client_use": oauthClientUse,
   "0010_session_aliases": sessionAliases,
   "0011_session_summary_owner": sessionSummaryOwner,
-  "0012_oidc_logins": oidcLogins
+  "0012_oidc_logins": oidcLogins,
+  "0013_agent_apis": agentApis
 }

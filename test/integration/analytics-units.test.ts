@@ -132,6 +132,7 @@ describe("what analytics takes from a decision", () => {
       completion_tokens: capture.usage?.completion_tokens ?? 0,
       status: capture.status,
       derivation,
+      api: capture.api,
       raw_request: capture.request,
       raw_response: capture.response,
       subjects: extractSubjects(capture, derivation)

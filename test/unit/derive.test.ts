@@ -90,7 +90,7 @@ describe("derive: tool-calling agent", () => {
     assertUsd(derivation.cost.output_usd, 60 * 0.6e-6)
     assert.strictEqual(derivation.cost.cache_write_usd, 0)
     assert.strictEqual(derivation.cost.total_usd, 0.0001392)
-    assert.strictEqual(derivation.cost.reason, "openai/gpt-4o-mini@2025-11 (for gpt-4o-mini-2024-07-18)")
+    assert.strictEqual(derivation.cost.reason, "openai/gpt-4o-mini@2026-11 (for gpt-4o-mini-2024-07-18)")
   })
 
   it("scores a well-formed tool call with neutral confidence", () => {
@@ -165,7 +165,7 @@ describe("derive: coding agent answer", () => {
     assert.include(derivation.quality.reasons, "code provided as asked: +0.15")
     assert.strictEqual(derivation.confidence.value, 0.75)
     assert.strictEqual(derivation.cost.total_usd, 0.00506)
-    assert.strictEqual(derivation.cost.reason, "openai/gpt-4.1@2025-11")
+    assert.strictEqual(derivation.cost.reason, "openai/gpt-4.1@2026-11")
   })
 
   it("titles with the ask's prose, not the pasted code", () => {
@@ -297,7 +297,7 @@ describe("derive: cache-aware pricing per provider", () => {
       cached_input_usd: 0.0024,
       cache_write_usd: 0.0075,
       output_usd: 0.0075,
-      reason: "anthropic/claude-sonnet-4-5@2025-11 (for claude-sonnet-4-5-20250929)"
+      reason: "anthropic/claude-sonnet-4-5@2026-11 (for claude-sonnet-4-5-20250929)"
     })
     assert.strictEqual(derivation.outcome, "success")
     assert.strictEqual(derivation.intent, "planning")
@@ -318,7 +318,7 @@ describe("derive: cache-aware pricing per provider", () => {
     assertUsd(derivation.cost.cached_input_usd, 0.00045)
     assertUsd(derivation.cost.output_usd, 0.002)
     assert.strictEqual(derivation.cost.total_usd, 0.00395)
-    assert.strictEqual(derivation.cost.reason, "gemini/gemini-2.5-flash@2025-11")
+    assert.strictEqual(derivation.cost.reason, "gemini/gemini-2.5-flash@2026-11")
     assert.strictEqual(derivation.intent, "classification")
     assert.strictEqual(derivation.intent_reason, "keyword:\"classify\" → classification")
     assert.strictEqual(derivation.outcome, "success")
@@ -359,7 +359,7 @@ describe("derive: cache-aware pricing per provider", () => {
     })
     assertUsd(cost.input_usd, 100 * 0.8e-6)
     assertUsd(cost.cached_input_usd, 1_000 * 0.08e-6)
-    assert.strictEqual(cost.reason, "anthropic/claude-3-5-haiku@2025-11 (for claude-3-5-haiku-20241022; cache tokens reported outside prompt_tokens)")
+    assert.strictEqual(cost.reason, "anthropic/claude-3-5-haiku@2026-11 (for claude-3-5-haiku-20241022; cache tokens reported outside prompt_tokens)")
   })
 
   it("lists priced models for GET /v1/models", () => {

@@ -11,6 +11,7 @@ import { adapterFor } from "../../src/gateway/providers/index.ts"
 import type { CallContext, ProviderError, StreamAnswer, UpstreamRequest } from "../../src/gateway/providers/types.ts"
 import {
   FAKE_CACHE_READ_TOKENS,
+  FAKE_CACHE_WRITE_1H_TOKENS,
   FAKE_CACHE_WRITE_TOKENS,
   FAKE_REASONING,
   FAKE_REFUSAL,
@@ -213,6 +214,8 @@ const expectedUsage = (type: ProviderType, upstreamBody: string, outputChars: nu
     total_tokens: prompt + output,
     cached_tokens: FAKE_CACHE_READ_TOKENS,
     ...(cacheWrite ? { cache_write_tokens: cacheWrite } : {}),
+    // Anthropic splits its cache writes by lifetime; one-hour writes are priced higher
+    ...(type === "anthropic" ? { cache_write_1h_tokens: FAKE_CACHE_WRITE_1H_TOKENS } : {}),
     ...(type === "openai" || type === "azure" || type === "openai_compatible" ? { reasoning_tokens: 0 } : {})
   }
 }

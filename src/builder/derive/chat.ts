@@ -1,9 +1,10 @@
 /**
- * A defensive reading of the chat-completions request and response a capture carries.
+ * The normalised view of a call every derivation module works on (`ChatCall`), and the defensive reading of a
+ * chat-completions capture into it. The other APIs' captures are read into the same view (read.ts).
  *
- * Every derivation module works on this normalised view. Callers send whatever their SDK produces and
- * providers answer in slightly different dialects, so nothing here assumes a field exists or has the
- * expected type: odd input degrades to empty parts plus a note in `problems`, never an exception.
+ * Callers send whatever their SDK produces and providers answer in slightly different dialects, so nothing here
+ * assumes a field exists or has the expected type: odd input degrades to empty parts plus a note in `problems`,
+ * never an exception.
  */
 import type { Capture } from "../../domain/capture.ts"
 import { parseJson } from "./text.ts"
@@ -23,8 +24,10 @@ export interface FileInput {
 }
 
 export interface ChatMessage {
-  /** position in `request.messages` */
+  /** position in the request's messages (or input items) */
   readonly index: number
+  /** where in the request it is, for evidence: `messages[3]`, `system`, `input[5]`, `instructions` */
+  readonly source: string
   /** the role as sent: system, developer, user, assistant, tool, ... */
   readonly role: string
   readonly text: string
@@ -56,8 +59,21 @@ export interface ChatAnswer {
   readonly logprobs: ReadonlyArray<TokenLogprob> | undefined
 }
 
+/** An embeddings call: what was embedded (the vectors are never captured). */
+export interface EmbeddingsCall {
+  readonly inputs: number
+  readonly characters: number
+  readonly dimensions: number | undefined
+}
+
 export interface ChatCall {
   readonly messages: ReadonlyArray<ChatMessage>
+  /** the provider's id of the answer (`chatcmpl-…`, `resp_…`, `msg_…`): later calls name it to continue it */
+  readonly responseId?: string | undefined
+  /** the response this call continues (`previous_response_id`): its earlier turns are not in `messages` */
+  readonly continues?: string | undefined
+  /** set for an embeddings call, which has no answer of its own */
+  readonly embeddings?: EmbeddingsCall | undefined
   /** names of the tools the request offered */
   readonly toolsOffered: ReadonlyArray<string>
   /** `response_format.type`: text, json_object or json_schema */
@@ -72,17 +88,17 @@ export interface ChatCall {
 export const isInstruction = (message: ChatMessage): boolean =>
   message.role === "system" || message.role === "developer"
 
-type Json = Record<string, unknown>
+export type Json = Record<string, unknown>
 
-const asRecord = (value: unknown): Json | undefined =>
+export const asRecord = (value: unknown): Json | undefined =>
   typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Json) : undefined
 
-const asArray = (value: unknown): ReadonlyArray<unknown> => (Array.isArray(value) ? value : [])
+export const asArray = (value: unknown): ReadonlyArray<unknown> => (Array.isArray(value) ? value : [])
 
-const asString = (value: unknown): string | undefined => (typeof value === "string" ? value : undefined)
+export const asString = (value: unknown): string | undefined => (typeof value === "string" ? value : undefined)
 
 /** Providers translated by the gateway already use chat-completions names; these cover stragglers. */
-const FINISH_REASONS: Record<string, string> = {
+export const FINISH_REASONS: Record<string, string> = {
   stop: "stop",
   end_turn: "stop",
   stop_sequence: "stop",
@@ -96,15 +112,18 @@ const FINISH_REASONS: Record<string, string> = {
   recitation: "content_filter"
 }
 
-interface Content {
+export interface Content {
   readonly text: string
   readonly images: Array<string>
   readonly files: Array<FileInput>
   readonly refusal: string
 }
 
-/** `content` is a string, null, or an array of typed parts; some SDKs send a tool result as a bare object. */
-const readContent = (content: unknown): Content => {
+/**
+ * `content` is a string, null, or an array of typed parts (chat's, and the Responses API's `input_text`,
+ * `input_image`, `input_file`, `output_text`, `refusal`); some SDKs send a tool result as a bare object.
+ */
+export const readContent = (content: unknown): Content => {
   if (typeof content === "string") return { text: content, images: [], files: [], refusal: "" }
   if (asRecord(content) !== undefined) return { text: JSON.stringify(content), images: [], files: [], refusal: "" }
   const texts: Array<string> = []
@@ -123,9 +142,10 @@ const readContent = (content: unknown): Content => {
     if (refusal !== undefined) refusals.push(refusal)
     const image = asString(record.image_url) ?? asString(asRecord(record.image_url)?.url)
     if (image !== undefined) images.push(image)
-    const file = asRecord(record.file)
+    // chat's `file` part, or the Responses API's `input_file` part (the same fields at the top)
+    const file = asRecord(record.file) ?? (record.type === "input_file" ? record : undefined)
     if (file !== undefined) {
-      const data = asString(file.file_data) ?? asString(file.file_id) ?? ""
+      const data = asString(file.file_data) ?? asString(file.file_id) ?? asString(file.file_url) ?? ""
       files.push({ name: asString(file.filename) ?? asString(file.file_id) ?? "file", data })
     }
   }
@@ -151,6 +171,7 @@ const readMessage = (value: unknown, index: number): ChatMessage => {
   const role = asString(message.role) ?? "unknown"
   return {
     index,
+    source: `messages[${index}]`,
     role,
     text: content.text,
     images: content.images,
@@ -162,7 +183,7 @@ const readMessage = (value: unknown, index: number): ChatMessage => {
 }
 
 /** Names each tool result after the call it answers (ids are only meaningful within one conversation). */
-const nameToolResults = (messages: ReadonlyArray<ChatMessage>): Array<ChatMessage> => {
+export const nameToolResults = (messages: ReadonlyArray<ChatMessage>): Array<ChatMessage> => {
   const toolNames = new Map(messages.flatMap((message) => message.toolCalls.map((tool) => [tool.id, tool.name] as const)))
   return messages.map((message) => {
     const called = message.toolCallId === undefined ? undefined : toolNames.get(message.toolCallId)
@@ -185,7 +206,7 @@ const readLogprobs = (value: unknown): Array<TokenLogprob> | undefined => {
   })
 }
 
-const NO_ANSWER: ChatAnswer = {
+export const NO_ANSWER: ChatAnswer = {
   text: "",
   reasoning: "",
   refusal: "",
@@ -211,7 +232,8 @@ const readAnswer = (response: Json): ChatAnswer => {
   }
 }
 
-export const readCall = (capture: Capture): ChatCall => {
+/** A chat-completions capture as the call view. */
+export const readChatCall = (capture: Capture): ChatCall => {
   const problems: Array<string> = []
   const request = asRecord(parseJson(capture.request))
   if (request === undefined) problems.push("request is not a JSON object")
@@ -226,8 +248,8 @@ export const readCall = (capture: Capture): ChatCall => {
   const responseFormat = asRecord(request?.response_format)
 
   let answer = NO_ANSWER
+  const response = capture.response === null ? undefined : asRecord(parseJson(capture.response))
   if (capture.response !== null) {
-    const response = asRecord(parseJson(capture.response))
     if (response === undefined) problems.push("response is not a JSON object")
     else if (asArray(response.choices).length === 0) problems.push("response has no choices")
     else answer = readAnswer(response)
@@ -235,6 +257,7 @@ export const readCall = (capture: Capture): ChatCall => {
 
   return {
     messages,
+    responseId: asString(response?.id),
     toolsOffered,
     responseFormat: asString(responseFormat?.type) ?? "text",
     schemaName: asString(asRecord(responseFormat?.json_schema)?.name),
@@ -243,6 +266,22 @@ export const readCall = (capture: Capture): ChatCall => {
   }
 }
 
-/** The text of the last user message: the ask this call answers. */
-export const lastUserText = (call: ChatCall): string =>
-  call.messages.findLast((message) => message.role === "user")?.text ?? ""
+/**
+ * Coding agents wrap what their harness adds to a user turn in a tag of its own (Claude Code's
+ * `<system-reminder>`, Codex's `<environment_context>`, `<user_instructions>`): context, not what the person asked.
+ */
+const HARNESS_BLOCK = /<(system-reminder|environment_context|user_instructions|user_shell_command|turn_aborted|skills_instructions|command-[a-z-]+)>[\s\S]*?<\/\1>/g
+
+/** A user turn's text without the blocks a coding agent's harness added to it. */
+export const askedText = (text: string): string => (text.includes("<") ? text.replace(HARNESS_BLOCK, "").trim() : text)
+
+/** The text of the last user message that asks something: the ask this call answers. */
+export const lastUserText = (call: ChatCall): string => {
+  for (let i = call.messages.length - 1; i >= 0; i--) {
+    const message = call.messages[i]!
+    if (message.role !== "user") continue
+    const asked = askedText(message.text)
+    if (asked !== "") return asked
+  }
+  return ""
+}

@@ -8,25 +8,33 @@
 import type { Capture } from "../../domain/capture.ts"
 import type { Derivation } from "../../domain/decision.ts"
 import { extractArtifacts } from "./artifacts.ts"
-import { type ChatCall, isInstruction, readCall } from "./chat.ts"
+import { askedText, type ChatCall, isInstruction } from "./chat.ts"
 import { classifyIntent } from "./classify.ts"
 import { collectEvidence } from "./evidence.ts"
 import { extractFindings } from "./findings.ts"
 import { decideOutcome } from "./outcome.ts"
 import { priceCall } from "./pricing.ts"
+import { readCall } from "./read.ts"
 import { scoreConfidence, scoreQuality } from "./scores.ts"
 import { collapseWhitespace, splitFences, truncate } from "./text.ts"
 import { buildLogicTrace } from "./trace.ts"
 
 const TITLE_CHARS = 120
 
-/** The first user ask (its prose, so pasted code does not fill the line); failing that the instructions. */
+/**
+ * The first user ask (its prose, so pasted code does not fill the line, and without what a coding agent's harness
+ * added to it); failing that the instructions; for embeddings, what was embedded.
+ */
 const titleOf = (call: ChatCall, capture: Capture): string => {
-  const firstUser = call.messages.find((message) => message.role === "user" && message.text.trim() !== "")
-  const source = firstUser ?? call.messages.find((message) => isInstruction(message) && message.text.trim() !== "")
-  if (source === undefined) return `${capture.provider}/${capture.model} call`
-  const prose = collapseWhitespace(splitFences(source.text).prose)
-  return truncate(prose === "" ? collapseWhitespace(source.text) : prose, TITLE_CHARS)
+  if (call.embeddings !== undefined) {
+    const { inputs, characters } = call.embeddings
+    return `Embed ${inputs} input${inputs === 1 ? "" : "s"} (${characters} characters) with ${capture.model}`
+  }
+  const asked = call.messages.map((message) => (message.role === "user" ? askedText(message.text) : "")).find((text) => text.trim() !== "")
+  const text = asked ?? call.messages.find((message) => isInstruction(message) && message.text.trim() !== "")?.text
+  if (text === undefined) return `${capture.provider}/${capture.model} call`
+  const prose = collapseWhitespace(splitFences(text).prose)
+  return truncate(prose === "" ? collapseWhitespace(text) : prose, TITLE_CHARS)
 }
 
 export const derive = (capture: Capture): Derivation => deriveFromCall(capture, readCall(capture))

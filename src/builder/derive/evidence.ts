@@ -50,7 +50,7 @@ const mentions = (text: string): Array<Evidence> => [
 export const collectEvidence = (call: ChatCall): Array<Evidence> => {
   const found: Array<Evidence> = []
   for (const message of call.messages) {
-    const source = `messages[${message.index}]`
+    const { source } = message
     if (message.role === "user") {
       found.push(...userEvidence(message, source), ...mentions(message.text))
     } else if (message.role === "tool") {

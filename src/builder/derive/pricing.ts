@@ -15,14 +15,18 @@ import type { Usage } from "../../domain/usage.ts"
 import type { Cost } from "../../domain/decision.ts"
 import { roundTo } from "./numbers.ts"
 
-export const PRICE_TABLE_DATE = "2025-11"
+export const PRICE_TABLE_DATE = "2026-11"
 
-/** USD per 1M tokens. Without `cachedInput`/`cacheWrite` those tokens are billed at the input price. */
+/**
+ * USD per 1M tokens. Without `cachedInput`/`cacheWrite` those tokens are billed at the input price; one-hour cache
+ * writes (Anthropic) at `cacheWrite1h`, else as other cache writes.
+ */
 export interface ModelPrice {
   readonly input: number
   readonly output: number
   readonly cachedInput?: number
   readonly cacheWrite?: number
+  readonly cacheWrite1h?: number
 }
 
 /** The price tables; Azure prices its deployments from `openai`, Bedrock's Anthropic models from `anthropic`. */
@@ -31,18 +35,39 @@ type PriceFamily = "openai" | "anthropic" | "gemini" | "bedrock"
 const price = (input: number, output: number, cachedInput?: number): ModelPrice =>
   cachedInput === undefined ? { input, output } : { input, output, cachedInput }
 
-/** Anthropic bills cache reads at 0.1× and 5-minute cache writes at 1.25× the input price. */
-const anthropicPrice = (input: number, output: number): ModelPrice => ({
+/**
+ * Anthropic bills 5-minute cache writes at 1.25× and one-hour writes at 2× the input price, and cache reads at 0.1×
+ * unless the model's own read price is lower (`cacheRead`).
+ */
+const anthropicPrice = (input: number, output: number, cacheRead = roundTo(input * 0.1, 6)): ModelPrice => ({
   input,
   output,
-  cachedInput: roundTo(input * 0.1, 6),
-  cacheWrite: roundTo(input * 1.25, 6)
+  cachedInput: cacheRead,
+  cacheWrite: roundTo(input * 1.25, 6),
+  cacheWrite1h: roundTo(input * 2, 6)
 })
+
+/** Embedding models bill their input only. */
+const embeddingPrice = (input: number): ModelPrice => ({ input, output: 0 })
 
 const PRICES: Record<PriceFamily, Record<string, ModelPrice>> = {
   openai: {
+    "gpt-5.6-sol": { ...price(5, 30, 0.5), cacheWrite: 6.25 },
+    "gpt-5.6-terra": { ...price(2, 12, 0.2), cacheWrite: 2.5 },
+    "gpt-5.6-luna": { ...price(0.2, 1.2, 0.02), cacheWrite: 0.25 },
+    "gpt-5.5": price(5, 30, 0.5),
+    "gpt-5.4": price(2.5, 15, 0.25),
+    "gpt-5.3-codex": price(1.75, 14, 0.175),
+    "gpt-5.2": price(1.75, 14, 0.175),
+    "gpt-5.2-codex": price(1.75, 14, 0.175),
+    "gpt-5.2-pro": price(21, 168),
     "gpt-5.1": price(1.25, 10, 0.125),
+    "gpt-5.1-codex": price(1.25, 10, 0.125),
+    "gpt-5.1-codex-max": price(1.25, 10, 0.125),
+    "gpt-5.1-codex-mini": price(0.25, 2, 0.025),
     "gpt-5": price(1.25, 10, 0.125),
+    "gpt-5-codex": price(1.25, 10, 0.125),
+    "codex-mini-latest": price(1.5, 6, 0.375),
     "gpt-5-mini": price(0.25, 2, 0.025),
     "gpt-5-nano": price(0.05, 0.4, 0.005),
     "gpt-5-pro": price(15, 120),
@@ -62,9 +87,25 @@ const PRICES: Record<PriceFamily, Record<string, ModelPrice>> = {
     "o4-mini": price(1.1, 4.4, 0.275),
     "gpt-4-turbo": price(10, 30),
     "gpt-4": price(30, 60),
-    "gpt-3.5-turbo": price(0.5, 1.5)
+    "gpt-3.5-turbo": price(0.5, 1.5),
+    "text-embedding-3-small": embeddingPrice(0.02),
+    "text-embedding-3-large": embeddingPrice(0.13),
+    "text-embedding-ada-002": embeddingPrice(0.1)
   },
   anthropic: {
+    "claude-opus-5-5": anthropicPrice(4, 20, 0.2),
+    "claude-opus-5": anthropicPrice(5, 25),
+    "claude-opus-4-8": anthropicPrice(5, 25),
+    "claude-opus-4-7": anthropicPrice(5, 25),
+    "claude-opus-4-6": anthropicPrice(5, 25),
+    "claude-sonnet-5-5": anthropicPrice(2, 10, 0.1),
+    "claude-sonnet-5": anthropicPrice(2, 10),
+    "claude-sonnet-4-6": anthropicPrice(3, 15),
+    "claude-haiku-5-5": anthropicPrice(0.1, 0.5, 0.01),
+    "claude-fable-5-1": anthropicPrice(10, 50, 0.25),
+    "claude-fable-5": anthropicPrice(10, 50),
+    "claude-mythos-5-1": anthropicPrice(10, 50, 0.25),
+    "claude-mythos-5": anthropicPrice(10, 50),
     "claude-opus-4-5": anthropicPrice(5, 25),
     "claude-opus-4-1": anthropicPrice(15, 75),
     "claude-opus-4": anthropicPrice(15, 75),
@@ -78,6 +119,9 @@ const PRICES: Record<PriceFamily, Record<string, ModelPrice>> = {
     "claude-3-haiku": anthropicPrice(0.25, 1.25)
   },
   gemini: {
+    "gemini-3.5-flash": price(1.5, 9, 0.15),
+    "gemini-3.1-pro-preview": price(2, 12, 0.2),
+    "gemini-3-flash-preview": price(0.5, 3, 0.05),
     "gemini-3-pro-preview": price(2, 12, 0.2),
     "gemini-2.5-pro": price(1.25, 10, 0.125),
     "gemini-2.5-flash": price(0.3, 2.5, 0.03),
@@ -86,7 +130,9 @@ const PRICES: Record<PriceFamily, Record<string, ModelPrice>> = {
     "gemini-2.0-flash-lite": price(0.075, 0.3),
     "gemini-1.5-pro": price(1.25, 5, 0.3125),
     "gemini-1.5-flash": price(0.075, 0.3, 0.01875),
-    "gemini-1.5-flash-8b": price(0.0375, 0.15, 0.01)
+    "gemini-1.5-flash-8b": price(0.0375, 0.15, 0.01),
+    "gemini-embedding-001": embeddingPrice(0.15),
+    "gemini-embedding-2": embeddingPrice(0.2)
   },
   // Bedrock's own models; `anthropic.*` ids are priced from the Anthropic table (same list prices).
   bedrock: {
@@ -103,7 +149,11 @@ const PRICES: Record<PriceFamily, Record<string, ModelPrice>> = {
     "meta.llama3-2-3b-instruct-v1:0": price(0.15, 0.15),
     "meta.llama3-2-11b-instruct-v1:0": price(0.16, 0.16),
     "meta.llama3-2-90b-instruct-v1:0": price(0.72, 0.72),
-    "meta.llama3-3-70b-instruct-v1:0": price(0.72, 0.72)
+    "meta.llama3-3-70b-instruct-v1:0": price(0.72, 0.72),
+    "amazon.titan-embed-text-v2:0": embeddingPrice(0.02),
+    "amazon.titan-embed-text-v1": embeddingPrice(0.1),
+    "cohere.embed-english-v3": embeddingPrice(0.1),
+    "cohere.embed-multilingual-v3": embeddingPrice(0.1)
   }
 }
 
@@ -192,6 +242,7 @@ export const priceCall = (capture: Pick<Capture, "provider" | "provider_type" | 
 const costOf = (match: PriceMatch, model: string, usage: Usage): Cost => {
   const cached = usage.cached_tokens ?? 0
   const written = usage.cache_write_tokens ?? 0
+  const writtenForAnHour = Math.min(usage.cache_write_1h_tokens ?? 0, written)
   // Under chat-completions semantics cache counts are part of prompt_tokens; if they exceed it, the
   // upstream reported them alongside instead, and all of prompt_tokens is uncached input.
   const cacheInsidePrompt = cached + written <= usage.prompt_tokens
@@ -199,7 +250,8 @@ const costOf = (match: PriceMatch, model: string, usage: Usage): Cost => {
   const { price: p } = match
   const input = perToken(uncached, p.input)
   const cachedInput = perToken(cached, p.cachedInput ?? p.input)
-  const cacheWrite = perToken(written, p.cacheWrite ?? p.input)
+  const cacheWrite = perToken(written - writtenForAnHour, p.cacheWrite ?? p.input) +
+    perToken(writtenForAnHour, p.cacheWrite1h ?? p.cacheWrite ?? p.input)
   const output = perToken(usage.completion_tokens, p.output)
   const entry = `${match.family}/${match.key}@${PRICE_TABLE_DATE}`
   const notes = [

@@ -8,7 +8,8 @@
  */
 import type { Capture } from "../../domain/capture.ts"
 import type { Derivation } from "../../domain/decision.ts"
-import { type ChatCall, readCall } from "./chat.ts"
+import type { ChatCall } from "./chat.ts"
+import { readCall } from "./read.ts"
 import { findFilePaths, findUrls, splitFences } from "./text.ts"
 
 export type SubjectKind = "ticket" | "issue" | "file" | "url" | "service" | "table" | "function" | "tool" | "topic"

@@ -59,3 +59,13 @@ export const buildLogicTrace = (call: ChatCall, usage: Usage | null): Array<Logi
 
   return steps.map((step, index) => ({ index, ...step }))
 }
+
+/** The most steps a continued call carries over from the calls it continues (the most recent are kept). */
+const MAX_CONTINUED_STEPS = 400
+
+/**
+ * The trace of a call that continues another (`previous_response_id`): its predecessor's trace — the turns it
+ * continues, themselves carried over from earlier calls — then its own steps.
+ */
+export const continueTrace = (earlier: ReadonlyArray<LogicStep>, own: ReadonlyArray<LogicStep>): Array<LogicStep> =>
+  [...earlier.slice(-MAX_CONTINUED_STEPS), ...own].map((step, index) => ({ ...step, index }))

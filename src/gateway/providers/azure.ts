@@ -3,7 +3,7 @@
  * with the key in `api-key`.
  */
 import { openAIWire } from "./openai.ts"
-import type { CallContext, ProviderAdapter } from "./types.ts"
+import type { CallContext, TranslatedAdapter } from "./types.ts"
 
 /** The GA api-version used when the gateway is not configured with one. */
 const DEFAULT_API_VERSION = "2024-10-21"
@@ -13,7 +13,7 @@ const deploymentUrl = (ctx: CallContext): string =>
     encodeURIComponent(ctx.apiVersion ?? DEFAULT_API_VERSION)
   }`
 
-export const azure: ProviderAdapter = openAIWire({
+export const azure: TranslatedAdapter = openAIWire({
   url: deploymentUrl,
   authHeaders: (apiKey) => ({ "api-key": apiKey })
 })

@@ -212,7 +212,7 @@ const bedrockError = (status: number, bodyText: string, type?: string): Provider
  * Splits the AWS event-stream (length-prefixed, CRC-checked binary messages) into events. Exceptions are
  * reported under their exception type (e.g. `throttlingException`); a broken frame stops decoding with an `error`.
  */
-class EventStreamDecoder implements EventDecoder {
+export class EventStreamDecoder implements EventDecoder {
   private readonly onEvent: (event: string, data: string) => void
   private buffer: Uint8Array = new Uint8Array(0)
   private broken = false

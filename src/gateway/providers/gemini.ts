@@ -98,7 +98,7 @@ const generationConfig = (request: ChatRequest): Record<string, unknown> => {
 /** Thinking budget (tokens) for a reasoning effort; 0 turns thinking off where the model allows it. */
 const THINKING_BUDGET: Record<string, number> = { none: 0, minimal: 512, low: 1024, medium: 8192, high: 24_576, xhigh: 32_768, max: 32_768 }
 
-const requestBody = (request: ChatRequest): Record<string, unknown> => {
+export const requestBody = (request: ChatRequest): Record<string, unknown> => {
   const body: Record<string, unknown> = {
     contents: toTurns(request.messages, parts).map((turn) => ({
       role: turn.role === "assistant" ? "model" : "user",

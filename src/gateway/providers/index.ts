@@ -6,9 +6,10 @@ import { bedrock } from "./bedrock.ts"
 import { gemini } from "./gemini.ts"
 import { openai } from "./openai.ts"
 import { openaiCompatible } from "./openai_compatible.ts"
-import type { ProviderAdapter } from "./types.ts"
+import type { TranslatedAdapter } from "./types.ts"
 
-const adapters: Record<ProviderType, ProviderAdapter> = {
+/** Every provider family speaks chat completions, passed through or translated. */
+const adapters: Record<ProviderType, TranslatedAdapter> = {
   openai,
   azure,
   anthropic,
@@ -17,7 +18,7 @@ const adapters: Record<ProviderType, ProviderAdapter> = {
   openai_compatible: openaiCompatible
 }
 
-export const adapterFor = (type: ProviderType): ProviderAdapter => adapters[type]
+export const adapterFor = (type: ProviderType): TranslatedAdapter => adapters[type]
 
 export type { ChatRequest } from "./chat.ts"
 export type * from "./types.ts"

@@ -4,11 +4,12 @@
  * the address and the credential header change.
  */
 import { fromOpenAIUsage, type OpenAIUsage } from "../../domain/usage.ts"
-import type { ChatRequest, FinishReason } from "./chat.ts"
+import { type ChatCompletion, type ChatRequest, type FinishReason, toolCallId } from "./chat.ts"
+import { opensObject, withModel } from "./body.ts"
 import { errorTypeFor, fallbackMessage, parseJsonBody, providerError, stringOrNull } from "./errors.ts"
 import { SseDecoder } from "./sse.ts"
-import { type ChunkDelta, CompletionAssembler, DONE_FRAME } from "./stream.ts"
-import type { Answer, CallContext, ProviderAdapter, ProviderError, StreamAnswer, StreamTranslator } from "./types.ts"
+import { type AnswerSink, type ChunkDelta, CompletionAssembler, DONE_FRAME, translatedStream } from "./stream.ts"
+import type { Answer, CallContext, ProviderError, StreamAnswer, StreamTranslator, TranslatedAdapter } from "./types.ts"
 
 /** Where an OpenAI-wire provider is reached and how the caller's key is presented. */
 export interface OpenAIWireEndpoint {
@@ -160,40 +161,66 @@ class OpenAIWireStream implements StreamTranslator {
   }
 }
 
-const MODEL_KEY = '"model"'
 const USAGE_OPTION = '"stream_options":{"include_usage":true},'
 
 /**
- * The caller's body text with the routing prefix taken off the model (and, for streams, the usage chunk asked
- * for), without parsing and serialising it again; undefined when the text cannot be edited safely. Quotes inside
- * JSON strings are escaped, so when `"model"` occurs once in the text it is the top-level key.
+ * The caller's body text with the routing prefix taken off the model (and, for streams, the usage chunk asked for),
+ * without parsing and serialising it again; undefined when the text cannot be edited safely.
  */
 const editedBody = (text: string, request: ChatRequest, ctx: CallContext): string | undefined => {
-  const key = text.indexOf(MODEL_KEY)
-  if (key === -1 || key !== text.lastIndexOf(MODEL_KEY)) return undefined
-  const written = `${MODEL_KEY}:${JSON.stringify(request.model)}`
-  if (!text.startsWith(written, key)) return undefined
-  let body = text.slice(0, key) + `${MODEL_KEY}:${JSON.stringify(ctx.model)}` + text.slice(key + written.length)
-  if (ctx.stream && request.stream_options?.include_usage !== true) {
-    if ("stream_options" in request) return undefined
-    const open = body.indexOf("{")
-    body = body.slice(0, open + 1) + USAGE_OPTION + body.slice(open + 1)
-  }
+  let body = withModel(text, request.model, ctx.model)
+  if (body === undefined || !ctx.stream || request.stream_options?.include_usage === true) return body
+  if ("stream_options" in request) return undefined
+  const open = body.indexOf("{")
+  body = body.slice(0, open + 1) + USAGE_OPTION + body.slice(open + 1)
   return body
 }
 
-/** Whether the first character after any whitespace (or a byte-order mark) is `{`. */
-const opensObject = (text: string): boolean => {
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i)
-    if (c === 0x7b) return true
-    if (c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09 && c !== 0xfeff) return false
-  }
-  return false
+/**
+ * The provider's chat chunks written to another surface's sink (a Messages caller on an OpenAI model). Tool calls
+ * are known by their index; a call is new when its first delta (with its id) arrives.
+ */
+const streamTo = (_ctx: CallContext, sink: AnswerSink): StreamTranslator => {
+  const seen = new Set<number>()
+  return translatedStream(sink, (onEvent) => new SseDecoder(onEvent), (_event, data) => {
+    if (data === "[DONE]") return ""
+    const chunk = JSON.parse(data) as WireChunk
+    if (chunk.error) return sink.fail(wireError(500, chunk.error, "provider failed mid-stream"))
+    let out = chunk.id ? sink.start(chunk.id, chunk.model) : ""
+    const choice = chunk.choices?.find((candidate) => (candidate.index ?? 0) === 0)
+    const delta = choice?.delta
+    if (delta?.reasoning_content) out += sink.reasoning(delta.reasoning_content)
+    if (delta?.content) out += sink.text(delta.content)
+    if (delta?.refusal) out += sink.text(delta.refusal)
+    for (const call of delta?.tool_calls ?? []) {
+      if (!seen.has(call.index)) {
+        seen.add(call.index)
+        out += sink.toolCall(call.index, call.id ?? toolCallId(), call.function?.name ?? "", call.function?.arguments ?? "", call.extra_content)
+      } else {
+        out += sink.toolArguments(call.index, call.function?.arguments ?? "")
+      }
+    }
+    if (choice?.finish_reason) out += sink.finish(choice.finish_reason)
+    const usage = fromOpenAIUsage(chunk.usage)
+    if (usage) sink.usage(usage)
+    return out
+  })
 }
 
-/** The adapter of a provider speaking the chat-completions wire format at `endpoint`. */
-export const openAIWire = (endpoint: OpenAIWireEndpoint): ProviderAdapter => ({
+/** A whole chat completion, read for another surface. */
+const completion = (bodyText: string) => {
+  const completion = JSON.parse(bodyText) as ChatCompletion
+  if (!Array.isArray(completion?.choices)) throw new Error("the answer is not a chat completion")
+  return { completion, usage: fromOpenAIUsage(completion.usage) }
+}
+
+/**
+ * The adapter of a provider speaking the chat-completions wire format at `endpoint`: passed through for chat
+ * completions, and usable by the other surfaces like a translated provider (`streamTo`, `completion`).
+ */
+export const openAIWire = (endpoint: OpenAIWireEndpoint): TranslatedAdapter => ({
+  streamTo,
+  completion,
   prepare(request: ChatRequest, ctx: CallContext) {
     // Always ask for the usage chunk: the capture needs it; the stream hides it if the caller did not ask.
     const body = (ctx.requestText === undefined ? undefined : editedBody(ctx.requestText, request, ctx)) ??
@@ -223,4 +250,4 @@ export const openAIWire = (endpoint: OpenAIWireEndpoint): ProviderAdapter => ({
   error: openAIWireError
 })
 
-export const openai: ProviderAdapter = openAIWire({ url: chatCompletionsUrl, authHeaders: bearerAuth })
+export const openai: TranslatedAdapter = openAIWire({ url: chatCompletionsUrl, authHeaders: bearerAuth })

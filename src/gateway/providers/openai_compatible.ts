@@ -3,6 +3,6 @@
  * configured base URL (up to `/v1`), with a bearer key only when the caller gives one (local servers take none).
  */
 import { bearerAuth, chatCompletionsUrl, openAIWire } from "./openai.ts"
-import type { ProviderAdapter } from "./types.ts"
+import type { TranslatedAdapter } from "./types.ts"
 
-export const openaiCompatible: ProviderAdapter = openAIWire({ url: chatCompletionsUrl, authHeaders: bearerAuth })
+export const openaiCompatible: TranslatedAdapter = openAIWire({ url: chatCompletionsUrl, authHeaders: bearerAuth })
