@@ -3,6 +3,7 @@
  * The same schemas back the builder's derivation, the stored rows, REST bodies and MCP structuredContent.
  */
 import { Schema } from "effect"
+import { CaptureApi } from "./capture.ts"
 import { Usage } from "./usage.ts"
 
 export const Outcome = Schema.Literals(["success", "tool_call", "refusal", "truncated", "filtered", "error"])
@@ -127,6 +128,12 @@ export type DecisionSummary = typeof DecisionSummary.Type
 /** One decision with its full audit trail. */
 export const Decision = Schema.Struct({
   ...DecisionSummary.fields,
+  /** the API the call was made on: chat completions, the Responses API, Anthropic Messages, embeddings */
+  api: CaptureApi,
+  /** the provider's id of the answer (`resp_…`, `msg_…`, `chatcmpl-…`) */
+  response_id: Schema.NullOr(Schema.String),
+  /** the decision this one continues (its `previous_response_id`), whose turns open its logic trace */
+  previous_ledger_id: Schema.NullOr(Schema.String),
   stream: Schema.Boolean,
   first_token_ms: Schema.NullOr(Schema.Number),
   intent_reason: Schema.String,

@@ -1,0 +1,37 @@
+/**
+ * A gateway with a decision builder and the query layer on the same services: calls made through it become
+ * decisions that tests read back as REST and MCP serve them.
+ *
+ *   const stack = yield* recordingStack()
+ *   const decision = yield* stack.decision(ledgerId)   // waits until it is built
+ */
+import { Context, Effect, Layer, Schedule, type Scope } from "effect"
+import { BuilderLive } from "../../layers/Builder.ts"
+import { Authenticator } from "../../src/api/Authenticator.ts"
+import type { Decision } from "../../src/domain/decision.ts"
+import type { Principal } from "../../src/domain/principal.ts"
+import { LedgerQuery } from "../../src/query/LedgerQuery.ts"
+import { type GatewayStack, gatewayStack, type GatewayStackOptions } from "./gateway-stack.ts"
+
+export interface RecordingStack extends GatewayStack<LedgerQuery> {
+  /** the PAT's principal, for reads */
+  readonly reader: Principal
+  readonly query: LedgerQuery["Service"]
+  /** The decision with this id, waiting up to `timeoutMs` for the builder to build it. */
+  decision(ledgerId: string, timeoutMs?: number): Effect.Effect<Decision>
+}
+
+export const recordingStack = (
+  options: Omit<GatewayStackOptions, "layer"> = {}
+): Effect.Effect<RecordingStack, unknown, Scope.Scope> =>
+  Effect.gen(function*() {
+    const stack = yield* gatewayStack({ ...options, layer: Layer.mergeAll(BuilderLive, LedgerQuery.layer) })
+    const reader = yield* Context.get(stack.context, Authenticator).authenticate(stack.pat, "pat")
+    const query = Context.get(stack.context, LedgerQuery)
+    const decision = (ledgerId: string, timeoutMs = 10_000) =>
+      query.getDecision(reader, ledgerId).pipe(
+        Effect.retry({ schedule: Schedule.spaced("50 millis"), times: Math.ceil(timeoutMs / 50) }),
+        Effect.orDie
+      )
+    return { ...stack, reader, query, decision }
+  })
