@@ -88,6 +88,8 @@ export interface Reconstruction {
   readonly responseId: string | null
   /** the response this call continues (`previous_response_id`), whose decision it links to */
   readonly continues: string | null
+  /** the call carries the turns it continues (the gateway joined them): its trace has them already */
+  readonly joined: boolean
 }
 
 /**
@@ -104,7 +106,8 @@ export const reconstruct = (capture: StorableCapture): Effect.Effect<Reconstruct
         derivation,
         subjects: extractSubjectsFromCall(derivation, call),
         responseId: call.responseId ?? null,
-        continues: call.continues ?? null
+        continues: call.continues ?? null,
+        joined: capture.context != null
       }
     },
     catch: (error) =>
@@ -155,6 +158,7 @@ export interface StoredCall {
   readonly usage: unknown
   readonly error: unknown
   readonly raw_request: string
+  readonly raw_context: string | null
   readonly raw_response: string | null
   readonly created_at: Date
   readonly latency_ms: number
@@ -184,6 +188,7 @@ export const captureOfStored = (row: StoredCall): Effect.Effect<StorableCapture,
     model: row.model,
     stream: row.stream,
     request: row.raw_request,
+    ...(row.raw_context === null ? {} : { context: row.raw_context }),
     response: row.raw_response,
     error: row.error,
     status: row.status,

@@ -211,12 +211,46 @@ const linkChains = (items: ReadonlyArray<Reconstruction>) =>
       }
       const sameAgent = predecessor.agent_id === item.capture.agent_id && item.capture.execution_id === null
       links.set(item.capture.ledger_id, { previous: predecessor.ledger_id, follows: sameAgent ? predecessor.follows : undefined })
-      joined.set(item.capture.ledger_id, {
-        ...item,
-        derivation: { ...item.derivation, logic_trace: continueTrace(predecessor.trace, item.derivation.logic_trace) }
-      })
+      joined.set(
+        item.capture.ledger_id,
+        item.joined ? item : { ...item, derivation: { ...item.derivation, logic_trace: continueTrace(predecessor.trace, item.derivation.logic_trace) } }
+      )
     }
     return { items: items.map((item) => joined.get(item.capture.ledger_id)!), links }
+  })
+
+/**
+ * Links the stored calls that continue the ones just inserted and were built before them (a successor's capture can
+ * reach another builder first): they get their predecessor, and those whose request did not carry the turns they
+ * continue open their trace with it. Their sessions need no change: a chain's calls follow each other closely, and a
+ * predecessor built later joins its successor's session by the inactivity gap, or the execution they share.
+ */
+const linkSuccessors = (inserted: ReadonlyArray<Reconstruction>) =>
+  Effect.gen(function*() {
+    const predecessors = new Map(inserted.flatMap((item) => (item.responseId === null ? [] : [[item.responseId, item] as const])))
+    if (predecessors.size === 0) return
+    const sql = yield* ScopedSql
+    const waiting = yield* sql<{ ledger_id: string; response_id: string; joined: boolean; trace: ReadonlyArray<LogicStep> | null }>`
+      SELECT w.ledger_id, q.id AS response_id, w.joined, w.trace FROM unnest(${texts([...predecessors.keys()])}) AS q(id)
+      CROSS JOIN LATERAL (SELECT d.ledger_id, d.raw_context IS NOT NULL AS joined, d.derivation->'logic_trace' AS trace
+        FROM decisions d WHERE d.previous_response_id = q.id AND d.previous_ledger_id IS NULL LIMIT 100) w`
+    if (waiting.length === 0) return
+    const links = waiting.map((row) => {
+      const predecessor = predecessors.get(row.response_id)!
+      return {
+        ledger_id: row.ledger_id,
+        previous: predecessor.capture.ledger_id,
+        trace: row.joined ? null : pgJson(continueTrace(predecessor.derivation.logic_trace, row.trace ?? []))
+      }
+    })
+    // built_at moves, so consumers following it (analytics) see the decision changed
+    yield* sql`
+      UPDATE decisions d SET previous_ledger_id = v.previous,
+        derivation = CASE WHEN v.trace IS NULL THEN d.derivation ELSE jsonb_set(d.derivation, '{logic_trace}', v.trace::jsonb) END,
+        built_at = clock_timestamp()
+      FROM UNNEST(${uuids(links.map((link) => link.ledger_id))}, ${uuids(links.map((link) => link.previous))},
+        ${texts(links.map((link) => link.trace))}) AS v(ledger_id, previous, trace)
+      WHERE d.ledger_id = v.ledger_id`
   })
 
 const insertDecisions = (
@@ -233,12 +267,12 @@ const insertDecisions = (
       INSERT INTO decisions (ledger_id, tenant_id, workspace_id, user_id, key_id, agent_id, session_id, execution_id,
         created_at, provider, provider_type, model, stream, status, title, intent, outcome, cost_usd, quality, confidence,
         latency_ms, first_token_ms, usage, derivation, subjects, raw_request, raw_response, error, aborted, upstream_ms,
-        capture_version, captured_at, api, response_id, previous_ledger_id, built_at)
+        capture_version, captured_at, api, response_id, previous_response_id, previous_ledger_id, raw_context, built_at)
       SELECT ledger_id, ${scope.tenant_id}::uuid, ${scope.workspace_id}::uuid, user_id, key_id, agent_id, session_id,
         execution_id, created_at, provider, provider_type, model, stream, status, title, intent, outcome, cost_usd,
         quality, confidence, latency_ms, first_token_ms, usage::jsonb, derivation::jsonb, subjects::jsonb, raw_request,
         raw_response, error::jsonb, aborted, upstream_ms, capture_version, captured_at, api, response_id,
-        previous_ledger_id, clock_timestamp()
+        previous_response_id, previous_ledger_id, raw_context, clock_timestamp()
       FROM UNNEST(
         ${uuids(column(({ capture }) => capture.ledger_id))},
         ${uuids(column(({ capture }) => capture.user_id))},
@@ -272,11 +306,13 @@ const insertDecisions = (
         ${times(column(({ capture }) => capture.ended_at))},
         ${texts(column(({ capture }) => captureApi(capture)))},
         ${texts(column(({ responseId }) => responseId === null ? null : pgText(responseId)))},
-        ${uuids(column(({ capture }) => previousOf(capture.ledger_id)))}
+        ${texts(column(({ continues }) => continues === null ? null : pgText(continues)))},
+        ${uuids(column(({ capture }) => previousOf(capture.ledger_id)))},
+        ${texts(column(({ capture }) => capture.context == null ? null : pgText(capture.context)))}
       ) AS v(ledger_id, user_id, key_id, agent_id, session_id, execution_id, created_at, provider, provider_type, model,
              stream, status, title, intent, outcome, cost_usd, quality, confidence, latency_ms, first_token_ms, usage,
              derivation, subjects, raw_request, raw_response, error, aborted, upstream_ms, capture_version, captured_at,
-             api, response_id, previous_ledger_id)
+             api, response_id, previous_response_id, previous_ledger_id, raw_context)
       ON CONFLICT (ledger_id) DO NOTHING
       RETURNING ledger_id`
     return new Set(rows.map((row) => row.ledger_id))
@@ -416,6 +452,7 @@ const storeGroup = (scope: WorkspaceScope, group: ReadonlyArray<Reconstruction>,
     )
     const sessionOf = (ledgerId: string) => plan.assignment.get(ledgerId)!
     const inserted = yield* insertDecisions(scope, items, sessionOf, (ledgerId) => links.get(ledgerId)?.previous ?? null)
+    yield* linkSuccessors(items.filter((item) => inserted.has(item.capture.ledger_id)))
 
     if (plan.merged.size > 0) {
       const drops = [...plan.merged.keys()]

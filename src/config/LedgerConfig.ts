@@ -48,6 +48,11 @@ export interface LedgerSettings {
   readonly gatewayMaxBodyBytes: number
   /** connections in the pool to DATABASE_URL (the embedded database always uses one) */
   readonly databasePoolSize: number
+  /**
+   * memory the gateway gives the conversations of Responses chains it keeps itself (translated providers store
+   * nothing; WebSocket turns send only their new input), bytes; the least recently continued are forgotten first
+   */
+  readonly responsesStateBytes: number
   /** provider timeout, ms */
   readonly upstreamTimeoutMs: number
   /** most open connections to one provider origin (the gateway's undici pool per origin) */
@@ -209,6 +214,7 @@ export const settingsConfig: Config.Config<LedgerSettings> = Config.all({
   reclaimIdleMs: Config.Int("LEDGER_RECLAIM_IDLE_MS").pipe(Config.withDefault(60_000)),
   gatewayMaxBodyBytes: Config.Int("LEDGER_GATEWAY_MAX_BODY_BYTES").pipe(Config.withDefault(10 * 1024 * 1024)),
   databasePoolSize: Config.Int("LEDGER_DATABASE_POOL_SIZE").pipe(Config.withDefault(16)),
+  responsesStateMb: Config.Number("LEDGER_RESPONSES_STATE_MB").pipe(Config.withDefault(256)),
   upstreamTimeoutMs: Config.Int("LEDGER_UPSTREAM_TIMEOUT_MS").pipe(Config.withDefault(300_000)),
   upstreamConnections: Config.Int("LEDGER_UPSTREAM_CONNECTIONS").pipe(Config.withDefault(512)),
   captureQueueCapacity: Config.Int("LEDGER_CAPTURE_QUEUE_CAPACITY").pipe(Config.withDefault(10_000)),
@@ -257,6 +263,7 @@ export const settingsConfig: Config.Config<LedgerSettings> = Config.all({
     reclaimIdleMs: c.reclaimIdleMs,
     gatewayMaxBodyBytes: c.gatewayMaxBodyBytes,
     databasePoolSize: c.databasePoolSize,
+    responsesStateBytes: Math.max(0, c.responsesStateMb) * 1024 * 1024,
     upstreamTimeoutMs: c.upstreamTimeoutMs,
     upstreamConnections: c.upstreamConnections,
     captureQueueCapacity: c.captureQueueCapacity,

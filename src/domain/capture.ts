@@ -65,12 +65,10 @@ export const Capture = Schema.Struct({
   /** the request body as the caller sent it (JSON text, in the format of `api`; a WebSocket turn's `response.create`) */
   request: Schema.String,
   /**
-   * A call continuing a `previous_response_id` chain: the input and output items of the turns before it (a JSON
-   * array of Responses items) as far as the gateway knew them; absent or null otherwise
+   * A call continuing a `previous_response_id` chain the gateway kept itself (translated providers, WebSocket turns):
+   * the items of the turns before it (a JSON array of Responses items), which its request does not repeat
    */
   context: Schema.optional(Schema.NullOr(Schema.String)),
-  /** the decision this call continues (the predecessor of a `previous_response_id`), when the gateway knew it */
-  previous_ledger_id: Schema.optional(Schema.NullOr(Schema.String)),
   /**
    * the response as delivered, in the format of `api` (JSON text; for streams, the assembled answer; embeddings
    * without their vectors); null on error

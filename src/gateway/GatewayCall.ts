@@ -332,7 +332,7 @@ class GatewayCall implements Dispatcher.DispatchHandler {
     const api = this.surface.api
     if (api === null) return
     const principal = this.principal!
-    const { route, ctx } = this.plan!
+    const { route, ctx, context } = this.plan!
     const who = this.who!
     const capture: Capture = {
       v: CAPTURE_VERSION,
@@ -350,6 +350,7 @@ class GatewayCall implements Dispatcher.DispatchHandler {
       model: ctx.model,
       stream: ctx.stream,
       request: this.bodyText!,
+      ...(context === undefined ? {} : { context }),
       // a stream cut before its first event assembled nothing
       response: response === "" ? null : response,
       error: error === null ? null : withoutKey(error, ctx.apiKey),

@@ -14,6 +14,8 @@ import { gatewayMetrics } from "./GatewayMetrics.ts"
 import { providerRoutes } from "./routing.ts"
 import { chatSurface } from "./surfaces/chat.ts"
 import { countTokensSurface, messagesSurface } from "./surfaces/messages.ts"
+import { responsesSurface } from "./surfaces/responses.ts"
+import { ResponseChains } from "./responses/ResponseChains.ts"
 import type { Surface } from "./surfaces/surface.ts"
 import { Upstreams } from "./Upstreams.ts"
 import { uuidv7 } from "./uuidv7.ts"
@@ -61,7 +63,8 @@ export const GatewayRoutesLive = Layer.effect(
         (error) => sendJson(res, error.status, error.body)
       )
     }
-    const surfaces: ReadonlyArray<Surface> = [chatSurface, messagesSurface, countTokensSurface]
+    const chains = yield* ResponseChains
+    const surfaces: ReadonlyArray<Surface> = [chatSurface, responsesSurface(chains), messagesSurface, countTokensSurface]
     return new Map<string, RouteHandler>([
       ...surfaces.map((surface) => [surface.route, gatewayCall(deps, surface)] as const),
       ["GET /v1/models", listModels]

@@ -39,13 +39,6 @@ const TOOLS: Array<Anthropic.Tool> = [{
 /** Sonnet 4.6 list prices, USD per 1M tokens: input, cache read (0.1x), 5-minute write (1.25x), 1-hour write (2x), output. */
 const SONNET = { input: 3, read: 0.3, write5m: 3.75, write1h: 6, output: 15 }
 
-/** The id of the last call's decision (streamed answers carry it in a header the SDK's stream helpers do not show). */
-const lastLedgerId = (stack: RecordingStack) =>
-  Effect.gen(function*() {
-    yield* stack.settled
-    return (yield* stack.captures).at(-1)!.ledger_id
-  })
-
 const post = (stack: RecordingStack, path: string, body: unknown, headers: Record<string, string>) =>
   Effect.promise(async () => {
     const res = await fetch(`${stack.gatewayUrl}${path}`, {
@@ -119,7 +112,7 @@ describe("Messages through the gateway", () => {
         assert.strictEqual(message.usage.cache_read_input_tokens, FAKE_CACHE_READ_TOKENS)
         assert.strictEqual(message.usage.cache_creation_input_tokens, FAKE_CACHE_WRITE_TOKENS)
 
-        const ledgerId = yield* lastLedgerId(stack)
+        const ledgerId = yield* stack.ledgerIdOf("Plan the migration of the ledger")
         const decision = yield* stack.decision(ledgerId)
         assert.isTrue(decision.stream)
         const input = message.usage.input_tokens
@@ -163,7 +156,7 @@ describe("Messages through the gateway", () => {
         assert.notProperty(plain!.body, "model")
         assert.notProperty(stream!.body, "stream")
 
-        const decision = yield* stack.decision(yield* lastLedgerId(stack))
+        const decision = yield* stack.decision(yield* stack.ledgerIdOf("Stream from Bedrock"))
         assert.strictEqual(decision.provider, "bedrock")
         assert.isAbove(decision.cost_usd ?? 0, 0, "Claude on Bedrock is priced from Anthropic's table")
       }))
@@ -195,7 +188,7 @@ describe("Messages through the gateway", () => {
         const sent = stack.fake.requestsOf("gemini").at(-1)!.body
         assert.deepStrictEqual(sent.contents.at(-1).parts[0].functionResponse, { name: "lookup_invoice", response: { result: "INV-9 is due on May 3" } })
 
-        const decision = yield* stack.decision(yield* lastLedgerId(stack))
+        const decision = yield* stack.decision(yield* stack.ledgerIdOf("INV-9 is due on May 3"))
         assert.strictEqual(decision.api, "messages")
         assert.deepStrictEqual(decision.logic_trace.map((step) => step.kind), ["user_turn", "tool_call", "tool_result", "answer"])
         assert.strictEqual(decision.evidence.find((item) => item.kind === "tool_result")?.source, "lookup_invoice")

@@ -17,8 +17,10 @@ export interface RecordingStack extends GatewayStack<LedgerQuery> {
   /** the PAT's principal, for reads */
   readonly reader: Principal
   readonly query: LedgerQuery["Service"]
-  /** The decision with this id, waiting up to `timeoutMs` for the builder to build it. */
-  decision(ledgerId: string, timeoutMs?: number): Effect.Effect<Decision>
+  /** The ledger id of the last call whose request contains `text` (streams read through SDK helpers hide the header). */
+  ledgerIdOf(text: string): Effect.Effect<string>
+  /** The decision with this id, waiting up to 10 s for the builder to build it (and for `until` to hold). */
+  decision(ledgerId: string, until?: (decision: Decision) => boolean): Effect.Effect<Decision>
 }
 
 export const recordingStack = (
@@ -28,10 +30,17 @@ export const recordingStack = (
     const stack = yield* gatewayStack({ ...options, layer: Layer.mergeAll(BuilderLive, LedgerQuery.layer) })
     const reader = yield* Context.get(stack.context, Authenticator).authenticate(stack.pat, "pat")
     const query = Context.get(stack.context, LedgerQuery)
-    const decision = (ledgerId: string, timeoutMs = 10_000) =>
+    const decision = (ledgerId: string, until: (decision: Decision) => boolean = () => true) =>
       query.getDecision(reader, ledgerId).pipe(
-        Effect.retry({ schedule: Schedule.spaced("50 millis"), times: Math.ceil(timeoutMs / 50) }),
+        Effect.flatMap((found) => (until(found) ? Effect.succeed(found) : Effect.fail("not yet" as const))),
+        Effect.retry({ schedule: Schedule.spaced("50 millis"), times: 200 }),
         Effect.orDie
       )
-    return { ...stack, reader, query, decision }
+    const ledgerIdOf = (text: string) =>
+      Effect.gen(function*() {
+        yield* stack.settled
+        const found = (yield* stack.captures).findLast((capture) => capture.request.includes(text))
+        return found === undefined ? yield* Effect.die(new Error(`no capture of a request with ${JSON.stringify(text)}`)) : found.ledger_id
+      })
+    return { ...stack, reader, query, decision, ledgerIdOf }
   })

@@ -32,6 +32,7 @@ export const testSettings = (overrides: Partial<LedgerSettings> = {}): LedgerSet
   reclaimIdleMs: 60_000,
   gatewayMaxBodyBytes: 10 * 1024 * 1024,
   databasePoolSize: 16,
+  responsesStateBytes: 256 * 1024 * 1024,
   upstreamTimeoutMs: 300_000,
   upstreamConnections: 512,
   captureQueueCapacity: 10_000,

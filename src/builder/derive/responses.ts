@@ -54,7 +54,8 @@ const outputText = (item: Json): string => {
   return typeof item.output === "string" ? item.output : readContent(item.output).text
 }
 
-const readInput = (request: Json | undefined): Array<ChatMessage> => {
+/** The instructions, the earlier turns the gateway joined to the call (`context`), then its input. */
+const readInput = (request: Json | undefined, context: ReadonlyArray<unknown>): Array<ChatMessage> => {
   const messages: Array<ChatMessage> = []
   const message = (index: number, source: string, role: string, text: string, extra: Partial<ChatMessage> = {}): ChatMessage => ({
     index,
@@ -71,29 +72,27 @@ const readInput = (request: Json | undefined): Array<ChatMessage> => {
   const instructions = asString(request?.instructions)
   if (instructions) messages.push(message(-1, "instructions", "system", instructions))
   const input = request?.input
-  if (typeof input === "string") {
-    messages.push(message(0, "input", "user", input))
-    return messages
-  }
-  asArray(input).forEach((value, index) => {
+  const items = typeof input === "string" ? [{ type: "message", role: "user", content: input }] : asArray(input)
+  ;[...context, ...items].forEach((value, position) => {
     const item = asRecord(value)
     if (item === undefined) return
-    const source = `input[${index}]`
+    const index = position - context.length
+    const source = index < 0 ? `previous_response_id[${position}]` : typeof input === "string" ? "input" : `input[${index}]`
     const call = toolCall(item, index)
     if (call !== undefined) {
       // calls right after an assistant message, or after each other, belong to one assistant step
       const last = messages.at(-1)
       if (last?.role === "assistant") messages[messages.length - 1] = { ...last, toolCalls: [...last.toolCalls, call] }
-      else messages.push(message(index, source, "assistant", "", { toolCalls: [call] }))
+      else messages.push(message(position, source, "assistant", "", { toolCalls: [call] }))
       return
     }
     if (OUTPUT_TYPES.has(asString(item.type) ?? "")) {
-      messages.push(message(index, source, "tool", outputText(item), { toolCallId: asString(item.call_id) ?? asString(item.id) }))
+      messages.push(message(position, source, "tool", outputText(item), { toolCallId: asString(item.call_id) ?? asString(item.id) }))
       return
     }
     if (item.type === "message" || (item.type === undefined && item.role !== undefined)) {
       const content = readContent(item.content)
-      messages.push(message(index, source, asString(item.role) ?? "user", content.text || content.refusal, { images: content.images, files: content.files }))
+      messages.push(message(position, source, asString(item.role) ?? "user", content.text || content.refusal, { images: content.images, files: content.files }))
     }
     // reasoning items, item references and hosted tools' records are not turns
   })
@@ -165,7 +164,7 @@ export const readResponsesCall = (capture: Capture): ChatCall => {
   const format = asRecord(asRecord(request?.text)?.format)
   return {
     responseId: asString(response?.id),
-    messages: nameToolResults(readInput(request)),
+    messages: nameToolResults(readInput(request, capture.context == null ? [] : asArray(parseJson(capture.context)))),
     continues: asString(request?.previous_response_id),
     toolsOffered: toolsOffered(request?.tools),
     responseFormat: asString(format?.type) ?? "text",

@@ -27,6 +27,8 @@ export interface CallPlan {
   readonly ctx: CallContext
   /** the answer the caller got, in the surface's format (a Responses chain keeps it for the next turn) */
   readonly answered?: ((answer: string) => void) | undefined
+  /** the earlier turns the gateway joined to the call (JSON text), captured with it */
+  readonly context?: string | undefined
 }
 
 export interface Surface {
