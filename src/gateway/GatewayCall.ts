@@ -94,8 +94,8 @@ class GatewayCall implements Dispatcher.DispatchHandler {
   private upstreamEnd = 0
   private firstTokenAt: number | null = null
   private status = 0
-  /** the upstream's response headers, kept only for an error answer (some providers name the error there) */
-  private errorHeaders: UpstreamHeaders = {}
+  /** the upstream's response headers (some providers name an error there, or count tokens) */
+  private upstreamHeaders: UpstreamHeaders = {}
   private translator: StreamTranslator | undefined
   private responseChunks: Array<Buffer> = []
   private aborted = false
@@ -193,7 +193,7 @@ class GatewayCall implements Dispatcher.DispatchHandler {
 
   onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: UpstreamHeaders): void {
     this.status = statusCode
-    if (statusCode >= 300) this.errorHeaders = headers
+    this.upstreamHeaders = headers
     const plan = this.plan!
     if (statusCode >= 200 && statusCode < 300 && plan.ctx.stream) {
       this.translator = plan.adapter.stream(plan.ctx)
@@ -235,7 +235,7 @@ class GatewayCall implements Dispatcher.DispatchHandler {
     if (this.status >= 200 && this.status < 300) {
       let answer
       try {
-        answer = plan.adapter.response(text, plan.ctx)
+        answer = plan.adapter.response(text, plan.ctx, this.upstreamHeaders)
       } catch {
         return this.upstreamFailed(gatewayError(502, `provider ${plan.route.name} returned an answer that could not be read`, "bad_upstream_response", null, "api_error"))
       }
@@ -244,11 +244,11 @@ class GatewayCall implements Dispatcher.DispatchHandler {
       plan.answered?.(answer.text)
       return this.capture(answer.captured ?? answer.text, answer.usage, null, 200)
     }
-    const error = plan.adapter.error(this.status, text, this.errorHeaders)
+    const error = plan.adapter.error(this.status, text, this.upstreamHeaders)
     this.answered = true
     const headers: Http.OutgoingHttpHeaders = { "x-ledger-id": this.ledgerId }
     for (const name of RELAYED_ERROR_HEADERS) {
-      const value = this.errorHeaders[name]
+      const value = this.upstreamHeaders[name]
       if (typeof value === "string") headers[name] = value
     }
     sendText(res, error.status, this.surface.errorText(error), headers)

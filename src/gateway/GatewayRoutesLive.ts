@@ -13,6 +13,7 @@ import { GatewayRoutes, type RouteHandler, sendJson } from "./GatewayServer.ts"
 import { gatewayMetrics } from "./GatewayMetrics.ts"
 import { providerRoutes } from "./routing.ts"
 import { chatSurface } from "./surfaces/chat.ts"
+import { embeddingsSurface } from "./surfaces/embeddings.ts"
 import { countTokensSurface, messagesSurface } from "./surfaces/messages.ts"
 import { responsesSurface } from "./surfaces/responses.ts"
 import { ResponseChains } from "./responses/ResponseChains.ts"
@@ -64,7 +65,7 @@ export const GatewayRoutesLive = Layer.effect(
       )
     }
     const chains = yield* ResponseChains
-    const surfaces: ReadonlyArray<Surface> = [chatSurface, responsesSurface(chains), messagesSurface, countTokensSurface]
+    const surfaces: ReadonlyArray<Surface> = [chatSurface, responsesSurface(chains), messagesSurface, countTokensSurface, embeddingsSurface]
     return new Map<string, RouteHandler>([
       ...surfaces.map((surface) => [surface.route, gatewayCall(deps, surface)] as const),
       ["GET /v1/models", listModels]

@@ -96,8 +96,11 @@ export type UpstreamHeaders = Readonly<Record<string, string | ReadonlyArray<str
 export interface ProviderAdapter<Request = ChatRequest> {
   /** Builds the upstream HTTP request. Throws `UnsupportedRequest` for input the provider cannot take. */
   prepare(request: Request, ctx: CallContext): UpstreamRequest
-  /** Translates a successful (2xx) non-streamed upstream body; may throw on a body that is not the provider's JSON (answer 502). */
-  response(bodyText: string, ctx: CallContext): Answer
+  /**
+   * Translates a successful (2xx) non-streamed upstream body (some providers count tokens in a header); may throw on
+   * a body that is not the provider's JSON (answer 502).
+   */
+  response(bodyText: string, ctx: CallContext, headers?: UpstreamHeaders): Answer
   stream(ctx: CallContext): StreamTranslator
   /** Maps a non-2xx upstream answer to a provider error, keeping the status (some providers name the error in a header). */
   error(status: number, bodyText: string, headers?: UpstreamHeaders): ProviderError

@@ -1,0 +1,73 @@
+/**
+ * `POST /v1/embeddings` (the OpenAI shape). A bare model goes to OpenAI; `azure/` and named upstreams get the body as
+ * it came; `gemini/` and `bedrock/` (Titan, Cohere) are translated. Anthropic has no embeddings.
+ */
+import type { ProviderType } from "../../domain/capture.ts"
+import {
+  embeddingsToAzure,
+  embeddingsToBedrock,
+  embeddingsToGemini,
+  embeddingsToOpenAI,
+  type EmbeddingsRequest
+} from "../embeddings/adapters.ts"
+import { gatewayError } from "../GatewayServer.ts"
+import type { CallContext, ProviderAdapter, ProviderError } from "../providers/index.ts"
+import { isObject, notAnObject, openAIErrorText, type PlanInput, routeModel, type Surface } from "./surface.ts"
+
+export const EMBEDDINGS = "POST /v1/embeddings"
+
+const ADAPTERS: Partial<Record<ProviderType, (request: EmbeddingsRequest) => ProviderAdapter<EmbeddingsRequest>>> = {
+  openai: () => embeddingsToOpenAI,
+  openai_compatible: () => embeddingsToOpenAI,
+  azure: () => embeddingsToAzure,
+  gemini: embeddingsToGemini,
+  bedrock: embeddingsToBedrock
+}
+
+const isInput = (input: unknown): boolean =>
+  typeof input === "string" ||
+  (Array.isArray(input) && input.length > 0 &&
+    (input.every((item) => typeof item === "string") || input.every((item) => typeof item === "number") ||
+      input.every((item) => Array.isArray(item) && item.every((token) => typeof token === "number"))))
+
+const validate = (request: Record<string, unknown>): ProviderError | undefined => {
+  if (request.input === undefined) return gatewayError(400, "input is required: a string or an array of strings", "missing_parameter", "input")
+  if (!isInput(request.input)) {
+    return gatewayError(400, "input must be a string, a non-empty array of strings, or token arrays", "invalid_parameter", "input")
+  }
+  const dimensions = request.dimensions
+  if (dimensions !== undefined && (typeof dimensions !== "number" || !Number.isInteger(dimensions) || dimensions < 1)) {
+    return gatewayError(400, "dimensions must be a positive integer", "invalid_parameter", "dimensions")
+  }
+  return undefined
+}
+
+export const embeddingsSurface: Surface = {
+  route: EMBEDDINGS,
+  api: "embeddings",
+  apiKeyHeader: false,
+  shape: "the embeddings shape",
+  errorText: openAIErrorText,
+  plan(body, input: PlanInput) {
+    if (!isObject(body)) return notAnObject()
+    const target = routeModel(body.model, input.providers, "openai")
+    if ("status" in target) return target
+    const invalid = validate(body)
+    if (invalid !== undefined) return invalid
+    const adapterFor = ADAPTERS[target.route.type]
+    if (adapterFor === undefined) {
+      return gatewayError(400, `${target.route.name} has no embeddings: use openai/, azure/, gemini/, bedrock/ or a named upstream`, "unsupported_for_provider", "model")
+    }
+    const ctx: CallContext = {
+      model: target.model,
+      apiKey: input.apiKey,
+      baseUrl: target.route.baseUrl,
+      stream: false,
+      includeUsage: false,
+      apiVersion: target.route.apiVersion,
+      requestText: input.bodyText
+    }
+    const request = body as unknown as EmbeddingsRequest
+    return { route: target.route, adapter: adapterFor(request), request, ctx }
+  }
+}
