@@ -56,12 +56,17 @@ export const Finding = Schema.Struct({
 })
 export type Finding = typeof Finding.Type
 
-/** Something the answer produced. */
+/**
+ * Something the call produced: in its answer (code, structured output, files, the commands and patches its tool calls
+ * ask for), or — for a coding agent's turn — the commands it ran just before this call, with what they printed.
+ */
 export const Artifact = Schema.Struct({
-  kind: Schema.Literals(["code", "structured_output", "tool_arguments", "file", "command"]),
+  kind: Schema.Literals(["code", "structured_output", "tool_arguments", "file", "command", "patch"]),
   language: Schema.optional(Schema.String),
   name: Schema.optional(Schema.String),
-  content: Schema.String
+  content: Schema.String,
+  /** for a command that was run: what it printed (excerpt), as the call read it */
+  result: Schema.optional(Schema.String)
 })
 export type Artifact = typeof Artifact.Type
 

@@ -1,14 +1,14 @@
 /**
  * Artifacts: what this call produced. Structured output (the whole answer is a JSON document), fenced code
  * blocks, files (a block whose fence, first line or lead-in line names a path), shell commands (shell
- * blocks and `$ ` lines in prose) and the arguments of the tool calls the model issued.
+ * blocks and `$ ` lines in prose), the arguments of the tool calls the model issued, and what those calls do when
+ * they are a coding agent's commands and edits. A coding agent's turn also shows the commands it ran just before
+ * this call, with what they printed (the results this call reads).
  */
 import type { Artifact } from "../../domain/decision.ts"
+import { ARTIFACT_CHARS, commandOf, toolCallArtifact } from "./agentTools.ts"
 import type { ChatCall } from "./chat.ts"
-import { type FencedBlock, type FencedText, findFilePaths, isJsonDocument, splitFences, truncate } from "./text.ts"
-
-/** Artifacts are kept whole for audit, up to this size each. */
-const ARTIFACT_CHARS = 20_000
+import { excerpt, type FencedBlock, type FencedText, findFilePaths, isJsonDocument, splitFences, truncate } from "./text.ts"
 const MAX_ARTIFACTS = 50
 
 const SHELL_LANGUAGES = new Set([
@@ -83,8 +83,30 @@ const structuredOutput = (call: ChatCall, { blocks, prose }: FencedText): Artifa
   }
 }
 
+/** The commands run by the tool calls whose results close the input (this round of the agent's loop), with their output. */
+const commandsRan = (call: ChatCall): Array<Artifact> => {
+  const { messages } = call
+  let first = messages.length
+  while (first > 0 && messages[first - 1]!.role === "tool") first--
+  const results = messages.slice(first)
+  const step = messages[first - 1]
+  if (results.length === 0 || step?.role !== "assistant") return []
+  return step.toolCalls.flatMap((tool) => {
+    const command = commandOf(tool)
+    if (command === undefined) return []
+    const result = results.find((message) => message.toolCallId === tool.id)
+    return [{
+      kind: "command" as const,
+      name: tool.name,
+      language: "shell",
+      content: truncate(command, ARTIFACT_CHARS),
+      ...(result === undefined ? {} : { result: excerpt(result.text) })
+    }]
+  })
+}
+
 export const extractArtifacts = (call: ChatCall): Array<Artifact> => {
-  const artifacts: Array<Artifact> = []
+  const artifacts: Array<Artifact> = [...commandsRan(call)]
   const fenced = splitFences(call.answer.text)
   const structured = structuredOutput(call, fenced)
   if (structured !== undefined) {
@@ -98,6 +120,8 @@ export const extractArtifacts = (call: ChatCall): Array<Artifact> => {
   }
   for (const tool of call.answer.toolCalls) {
     artifacts.push({ kind: "tool_arguments", name: tool.name, language: "json", content: truncate(tool.arguments, ARTIFACT_CHARS) })
+    const done = toolCallArtifact(tool)
+    if (done !== undefined) artifacts.push(done)
   }
   return artifacts.slice(0, MAX_ARTIFACTS)
 }

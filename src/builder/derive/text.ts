@@ -7,9 +7,13 @@ import { createHash } from "node:crypto"
 /** Longest excerpt kept for trace steps and evidence; the hash always covers the full text. */
 const EXCERPT_CHARS = 500
 
-/** Cuts `text` to at most `max` characters, marking the cut with an ellipsis. */
-export const truncate = (text: string, max: number): string =>
-  text.length <= max ? text : `${text.slice(0, max - 1).trimEnd()}…`
+/** Cuts `text` to at most `max` characters, marking the cut with an ellipsis; never inside a surrogate pair (an emoji). */
+export const truncate = (text: string, max: number): string => {
+  if (text.length <= max) return text
+  const end = max - 1
+  const code = text.charCodeAt(end - 1)
+  return `${text.slice(0, code >= 0xd800 && code <= 0xdbff ? end - 1 : end).trimEnd()}…`
+}
 
 /** A trimmed excerpt for display in trace steps and evidence. */
 export const excerpt = (text: string): string => truncate(text.trim(), EXCERPT_CHARS)

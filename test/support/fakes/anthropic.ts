@@ -11,12 +11,14 @@ export const FAKE_THINKING_SIGNATURE = "sig_fake_EqQBCgIYAhIM"
 const textOf = (content: any): string =>
   typeof content === "string" ? content : (content ?? []).filter((b: any) => b?.type === "text").map((b: any) => b.text).join("")
 
+/** The last turn (Claude Code places `system` turns after the user's; they are context, not the ask). */
 export const readAnthropic = (body: any, length: number): Prompt => {
-  const last = body.messages?.at(-1)
+  const last = body.messages?.findLast((message: any) => message.role !== "system")
   const blocks: Array<any> = typeof last?.content === "string" ? [{ type: "text", text: last.content }] : last?.content ?? []
   const result = blocks.find((b) => b.type === "tool_result")
   return {
-    userText: blocks.filter((b) => b.type === "text").map((b) => b.text).join(""),
+    // what Claude Code's harness adds to a turn is not what the user asked
+    userText: blocks.filter((b) => b.type === "text" && !b.text.trimStart().startsWith("<system-reminder>")).map((b) => b.text).join(""),
     toolResult: result ? textOf(result.content) || JSON.stringify(result.content) : null,
     toolNames: (body.tools ?? []).map((t: any) => t.name),
     bodyLength: length

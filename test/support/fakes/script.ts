@@ -80,7 +80,7 @@ export const script = (prompt: Prompt): Script => {
   const text = toolCalls.length > 0 || refuse
     ? ""
     : prompt.toolResult !== null
-    ? `Tool said: ${prompt.toolResult.slice(0, 80)}`
+    ? `Tool said: ${prompt.toolResult.slice(0, 400)}`
     : markers.has("truncate")
     ? "This answer stops before it is"
     : `Fake answer to: ${subject || "nothing"}`

@@ -1,0 +1,107 @@
+/**
+ * The agents people run, recorded through the gateway: the real Claude Code and Codex CLIs, headless, against the
+ * fake providers (nothing leaves the machine), down to the decisions the builder makes of every model call they make.
+ */
+import { assert, describe, layer } from "@effect/vitest"
+import { Context, Effect, Layer } from "effect"
+import type { Decision } from "../../src/domain/decision.ts"
+import { runClaude, runCodex } from "../support/agent-clis.ts"
+import { type RecordingStack, recordingStack } from "../support/recording-stack.ts"
+
+const PROVIDER_KEY = "sk-provider-agents-0123456789"
+
+class Stack extends Context.Service<Stack, RecordingStack>()("test/AgentClisStack") {}
+const StackLive = Layer.effect(Stack, recordingStack())
+
+/** The decisions of the calls whose captures are in the stream since `from`, in call order. */
+const decisionsSince = (stack: RecordingStack, from: number) =>
+  Effect.gen(function*() {
+    yield* stack.settled
+    const captures = (yield* stack.captures).slice(from)
+    return yield* Effect.forEach(captures, (capture) => stack.decision(capture.ledger_id))
+  })
+
+const answerOf = (decision: Decision) => decision.logic_trace.filter((step) => step.kind === "answer" || step.kind === "tool_call").at(-1)
+
+describe("the agents people run, through the gateway", () => {
+  layer(StackLive, { timeout: 180_000, excludeTestServices: true })((it) => {
+    it.effect("Claude Code (claude -p): every call a priced decision with its answer; two runs are two sessions; the command it ran", () =>
+      Effect.gen(function*() {
+        const stack = yield* Stack
+        const options = { gatewayUrl: stack.gatewayUrl, gatewayKey: stack.gatewayKey, providerKey: PROVIDER_KEY }
+        const start = (yield* stack.captures).length
+        const first = yield* runClaude("Say hello to the ledger", options)
+        assert.strictEqual(first.code, 0, first.stderr)
+        assert.strictEqual(JSON.parse(first.stdout).result, "Fake answer to: Say hello to the ledger")
+        const second = yield* runClaude("[[run:echo hello-from-claude]]", { ...options, args: ["--allowedTools", "Bash"] })
+        assert.strictEqual(second.code, 0, second.stderr)
+        assert.match(JSON.parse(second.stdout).result, /Tool said: [\s\S]*hello-from-claude/)
+
+        const decisions = yield* decisionsSince(stack, start)
+        assert.strictEqual(decisions.length, 3, "one call, then a tool call and the turn reading its result")
+        for (const decision of decisions) {
+          assert.deepStrictEqual([decision.api, decision.agent_id, decision.provider], ["messages", "claude-code", "anthropic"])
+          assert.isDefined(answerOf(decision), "the answer is in the trace")
+          assert.isAbove(decision.cost_usd ?? 0, 0, `${decision.model} is priced`)
+        }
+        const [alone, asked, read] = decisions
+        assert.strictEqual(answerOf(alone!)!.text, "Fake answer to: Say hello to the ledger")
+        assert.notStrictEqual(alone!.session_id, asked!.session_id, "two runs, two sessions")
+        assert.strictEqual(asked!.session_id, read!.session_id)
+        assert.strictEqual(asked!.execution_id, JSON.parse(second.stdout).session_id, "Claude Code's own session id")
+        assert.deepInclude(asked!.artifacts, { kind: "command", name: "Bash", language: "shell", content: "echo hello-from-claude" })
+        const ran = read!.artifacts.find((artifact) => artifact.kind === "command")!
+        assert.strictEqual(ran.content, "echo hello-from-claude")
+        assert.include(ran.result, "hello-from-claude")
+      }))
+
+    it.effect("Codex (codex exec) on anthropic/, translated: the shell command turn and the turn carrying its output, one session", () =>
+      Effect.gen(function*() {
+        const stack = yield* Stack
+        const start = (yield* stack.captures).length
+        const result = yield* runCodex("[[run:echo hello-from-codex]]", {
+          gatewayUrl: stack.gatewayUrl,
+          gatewayKey: stack.gatewayKey,
+          providerKey: PROVIDER_KEY,
+          model: "anthropic/claude-sonnet-4-6"
+        })
+        assert.strictEqual(result.code, 0, result.stderr)
+        assert.match(result.stdout, /Tool said: [\s\S]*hello-from-codex/)
+
+        const decisions = yield* decisionsSince(stack, start)
+        assert.strictEqual(decisions.length, 2)
+        const [asked, read] = decisions
+        for (const decision of decisions) {
+          assert.deepStrictEqual([decision.api, decision.agent_id, decision.provider, decision.model], ["responses", "codex", "anthropic", "claude-sonnet-4-6"])
+          assert.isAbove(decision.cost_usd ?? 0, 0)
+        }
+        assert.strictEqual(asked!.outcome, "tool_call")
+        assert.deepInclude(asked!.artifacts, { kind: "command", name: "exec_command", language: "shell", content: "echo hello-from-codex" })
+        assert.strictEqual(asked!.session_id, read!.session_id, "one Codex session")
+        assert.isNotNull(asked!.execution_id, "Codex's session id from x-codex-turn-metadata")
+        const ran = read!.artifacts.find((artifact) => artifact.kind === "command")!
+        assert.strictEqual(ran.content, "echo hello-from-codex")
+        assert.include(ran.result, "hello-from-codex")
+        assert.match(answerOf(read!)!.text, /Tool said: [\s\S]*hello-from-codex/)
+        assert.deepStrictEqual(read!.logic_trace.filter((step) => step.kind === "tool_call" || step.kind === "tool_result").map((step) => step.kind), ["tool_call", "tool_result"])
+      }))
+
+    it.effect("Codex on OpenAI, as it is: the decision has Codex's own items and tools", () =>
+      Effect.gen(function*() {
+        const stack = yield* Stack
+        const start = (yield* stack.captures).length
+        const result = yield* runCodex("Summarise the ledger in one line", {
+          gatewayUrl: stack.gatewayUrl,
+          gatewayKey: stack.gatewayKey,
+          providerKey: PROVIDER_KEY,
+          model: "gpt-5.5"
+        })
+        assert.strictEqual(result.code, 0, result.stderr)
+        const [decision] = yield* decisionsSince(stack, start)
+        assert.deepStrictEqual([decision!.provider, decision!.model, decision!.intent], ["openai", "gpt-5.5", "summarization"])
+        assert.strictEqual(decision!.title, "Summarise the ledger in one line")
+        const sent = stack.fake.requestsOf("openai").at(-1)!.body
+        assert.includeDeepMembers(sent.tools.map((tool: { type: string }) => tool.type), ["custom", "web_search"], "apply_patch and hosted tools pass through")
+      }))
+  })
+})
