@@ -447,7 +447,7 @@ describe("gateway errors", () => {
     it.effect("404 unknown route, 405 wrong method, both in the error shape and with an x-ledger-id", () =>
       Effect.gen(function*() {
         const stack = yield* Stack
-        const missing = yield* Effect.promise(() => fetch(`${stack.baseURL}/embeddings`, { method: "POST" }))
+        const missing = yield* Effect.promise(() => fetch(`${stack.baseURL}/images/generations`, { method: "POST" }))
         const wrong = yield* Effect.promise(() => fetch(`${stack.baseURL}/chat/completions`))
         assertError({ status: missing.status, body: yield* Effect.promise(() => missing.json()), ledgerId: null, headers: missing.headers }, 404, { code: "not_found" })
         assertError({ status: wrong.status, body: yield* Effect.promise(() => wrong.json()), ledgerId: null, headers: wrong.headers }, 405, { code: "method_not_allowed" })

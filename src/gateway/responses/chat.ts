@@ -67,22 +67,22 @@ class ToolTable {
   add(tools: ReadonlyArray<ResponsesTool>, namespace?: string): void {
     for (const tool of tools) {
       if (tool.type === "namespace") this.add(tool.tools ?? [], tool.name)
-      else if (tool.type === "function" && tool.name) this.declare({ kind: "function", name: tool.name, namespace }, tool.description, tool.parameters)
+      else if (tool.type === "function" && tool.name) this.define({ kind: "function", name: tool.name, namespace }, tool.description, tool.parameters)
       else if (tool.type === "custom" && tool.name) {
         const format = tool.format?.type === "grammar" ? `\n\nThe input must follow this ${tool.format.syntax ?? ""} grammar:\n${tool.format.definition ?? ""}` : ""
-        this.declare({ kind: "custom", name: tool.name, namespace }, `${tool.description ?? ""}${format}`, {
+        this.define({ kind: "custom", name: tool.name, namespace }, `${tool.description ?? ""}${format}`, {
           type: "object",
           properties: { input: { type: "string", description: "the tool's input, as free text" } },
           required: ["input"]
         })
       } else if (tool.type === "tool_search" && tool.execution === "client") {
-        this.declare({ kind: "tool_search", name: "tool_search" }, tool.description, tool.parameters)
+        this.define({ kind: "tool_search", name: "tool_search" }, tool.description, tool.parameters)
       }
       // hosted tools (web_search, file_search, code_interpreter, ...) run only at OpenAI
     }
   }
 
-  private declare(entry: ToolEntry, description: string | undefined, parameters: object | undefined): void {
+  private define(entry: ToolEntry, description: string | undefined, parameters: object | undefined): void {
     const name = this.functionName(entry.name, entry.namespace)
     if (this.byFunction.has(name)) return
     this.byFunction.set(name, entry)
