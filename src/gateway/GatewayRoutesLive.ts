@@ -10,6 +10,7 @@ import { LedgerConfig } from "../config/LedgerConfig.ts"
 import { gatewayAuth } from "./GatewayAuth.ts"
 import { gatewayCall } from "./GatewayCall.ts"
 import { GatewayRoutes, type RouteHandler, sendJson } from "./GatewayServer.ts"
+import { responsesSockets } from "./responses/ResponsesSocket.ts"
 import { gatewayMetrics } from "./GatewayMetrics.ts"
 import { providerRoutes } from "./routing.ts"
 import { chatSurface } from "./surfaces/chat.ts"
@@ -65,10 +66,17 @@ export const GatewayRoutesLive = Layer.effect(
       )
     }
     const chains = yield* ResponseChains
-    const surfaces: ReadonlyArray<Surface> = [chatSurface, responsesSurface(chains), messagesSurface, countTokensSurface, embeddingsSurface]
-    return new Map<string, RouteHandler>([
-      ...surfaces.map((surface) => [surface.route, gatewayCall(deps, surface)] as const),
-      ["GET /v1/models", listModels]
-    ])
+    const responses = responsesSurface(chains)
+    const surfaces: ReadonlyArray<Surface> = [chatSurface, responses, messagesSurface, countTokensSurface, embeddingsSurface]
+    const sockets = responsesSockets(deps, chains, responses)
+    // after the server has stopped taking calls: turns in flight on open sockets finish, then the sockets close
+    yield* Effect.addFinalizer(() => Effect.promise(sockets.close))
+    return {
+      routes: new Map<string, RouteHandler>([
+        ...surfaces.map((surface) => [surface.route, gatewayCall(deps, surface)] as const),
+        ["GET /v1/models", listModels]
+      ]),
+      upgrades: new Map([["/v1/responses", sockets.upgrade]])
+    }
   })
 )

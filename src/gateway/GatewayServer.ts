@@ -8,6 +8,7 @@
 import { Context, Effect, Layer } from "effect"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
+import type { Duplex } from "node:stream"
 import { LedgerConfig } from "../config/LedgerConfig.ts"
 import { Health } from "../ops/Health.ts"
 import { gatewayMetrics } from "./GatewayMetrics.ts"
@@ -20,6 +21,9 @@ const SHUTDOWN_GRACE_MS = 30_000
 const SWEEP_MS = 100
 
 export type RouteHandler = (req: Http.IncomingMessage, res: Http.ServerResponse) => void
+
+/** Takes over a request to upgrade the connection (a WebSocket), keyed by path. */
+export type UpgradeHandler = (req: Http.IncomingMessage, socket: Duplex, head: Buffer) => void
 
 /** A chat-completions error `{"error":{"message","type","param","code"}}` with its status; `type` follows the status unless given. */
 export const gatewayError = (
@@ -37,10 +41,14 @@ export const sendJson = (res: Http.ServerResponse, status: number, body: unknown
   res.end(text)
 }
 
-/** Routes of the gateway surface other than ops, keyed by `METHOD path`. Provided by the gateway's chat layer. */
-export class GatewayRoutes extends Context.Service<GatewayRoutes, ReadonlyMap<string, RouteHandler>>()(
-  "ledger/gateway/GatewayRoutes"
-) {}
+/**
+ * Routes of the gateway surface other than ops, keyed by `METHOD path`, and the paths that take a connection
+ * upgrade (`GET` with `Upgrade: websocket`).
+ */
+export class GatewayRoutes extends Context.Service<GatewayRoutes, {
+  readonly routes: ReadonlyMap<string, RouteHandler>
+  readonly upgrades: ReadonlyMap<string, UpgradeHandler>
+}>()("ledger/gateway/GatewayRoutes") {}
 
 export class GatewayServer extends Context.Service<GatewayServer, { readonly port: number }>()("ledger/gateway/GatewayServer") {
   static readonly layer = Layer.effect(
@@ -48,7 +56,7 @@ export class GatewayServer extends Context.Service<GatewayServer, { readonly por
     Effect.gen(function*() {
       const config = yield* LedgerConfig
       const health = yield* Health
-      const routes = yield* GatewayRoutes
+      const { routes, upgrades } = yield* GatewayRoutes
       const context = yield* Effect.context<never>()
       const run = Effect.runPromiseWith(context)
       const metrics = gatewayMetrics(context)
@@ -96,6 +104,14 @@ export class GatewayServer extends Context.Service<GatewayServer, { readonly por
       }
 
       const server = Http.createServer({ keepAliveTimeout: 65_000 }, handler)
+      server.on("upgrade", (req: Http.IncomingMessage, socket: Duplex, head: Buffer) => {
+        const url = req.url ?? "/"
+        const q = url.indexOf("?")
+        const upgrade = upgrades.get(q === -1 ? url : url.slice(0, q))
+        if (upgrade !== undefined && req.method === "GET" && req.headers.upgrade?.toLowerCase() === "websocket") return upgrade(req, socket, head)
+        const body = JSON.stringify(gatewayError(404, `no upgrade at ${req.method} ${url.slice(0, 200)}`, "not_found", null, "invalid_request_error").body)
+        socket.end(`HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`)
+      })
       yield* Effect.acquireRelease(
         Effect.callback<void, Error>((resume) => {
           server.once("error", (error) => resume(Effect.fail(error)))

@@ -86,6 +86,36 @@ describe("the agents people run, through the gateway", () => {
         assert.deepStrictEqual(read!.logic_trace.filter((step) => step.kind === "tool_call" || step.kind === "tool_result").map((step) => step.kind), ["tool_call", "tool_result"])
       }))
 
+    it.effect("Codex over its WebSocket transport: the warm-up, then each turn a decision that carries the turns it continues", () =>
+      Effect.gen(function*() {
+        const stack = yield* Stack
+        const start = (yield* stack.captures).length
+        const result = yield* runCodex("[[run:echo hello-over-websocket]]", {
+          gatewayUrl: stack.gatewayUrl,
+          gatewayKey: stack.gatewayKey,
+          providerKey: PROVIDER_KEY,
+          model: "anthropic/claude-sonnet-4-6",
+          websockets: true
+        })
+        assert.strictEqual(result.code, 0, result.stderr)
+        assert.match(result.stdout, /Tool said: [\s\S]*hello-over-websocket/)
+        assert.notInclude(result.stderr, "Falling back from WebSockets", "Codex stayed on the socket")
+
+        const captures = (yield* stack.captures).slice(start)
+        assert.strictEqual(captures.length, 2, "the warm-up calls no model: two turns, two decisions")
+        for (const capture of captures) assert.strictEqual(JSON.parse(capture.request).type, "response.create", "each turn captured as sent")
+        assert.isDefined(captures[1]!.context, "a turn sends only its new input: the gateway joined the earlier turns")
+        const [asked, read] = yield* decisionsSince(stack, start)
+        assert.strictEqual(asked!.session_id, read!.session_id)
+        assert.deepInclude(asked!.artifacts, { kind: "command", name: "exec_command", language: "shell", content: "echo hello-over-websocket" })
+        assert.include(read!.artifacts.find((artifact) => artifact.kind === "command")!.result, "hello-over-websocket")
+        // the joined turns: Codex's instructions, the user's ask, the call and its output, then the answer
+        const kinds = read!.logic_trace.map((step) => step.kind)
+        assert.deepStrictEqual(kinds.slice(-3), ["tool_call", "tool_result", "answer"])
+        assert.include(kinds, "instruction")
+        assert.strictEqual(read!.title, "[[run:echo hello-over-websocket]]")
+      }))
+
     it.effect("Codex on OpenAI, as it is: the decision has Codex's own items and tools", () =>
       Effect.gen(function*() {
         const stack = yield* Stack
