@@ -18,7 +18,13 @@ const server = Http.createServer((request, response) => {
     upstream.request({
       path: request.url!,
       method: "POST",
-      headers: { "content-type": "application/json", authorization: request.headers.authorization ?? "" },
+      // the credential headers of the providers the benchmark reaches (OpenAI's bearer, Anthropic's key and version)
+      headers: {
+        "content-type": "application/json",
+        authorization: request.headers.authorization ?? "",
+        ...(request.headers["x-api-key"] === undefined ? {} : { "x-api-key": String(request.headers["x-api-key"]) }),
+        ...(request.headers["anthropic-version"] === undefined ? {} : { "anthropic-version": String(request.headers["anthropic-version"]) })
+      },
       body: Buffer.concat(chunks)
     }).then(async (answer) => {
       response.writeHead(answer.statusCode, { "content-type": String(answer.headers["content-type"] ?? "application/json") })

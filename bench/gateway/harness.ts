@@ -203,7 +203,11 @@ export const startGateway = async (options: {
     LEDGER_GATEWAY_PORT: String(port),
     LEDGER_API_PORT: String(await freePort()),
     LEDGER_DATA_DIR: options.dataDir,
+    // every provider at the fake: nothing leaves the machine
     LEDGER_OPENAI_BASE_URL: `${options.fakeUrl}/v1`,
+    LEDGER_ANTHROPIC_BASE_URL: options.fakeUrl,
+    LEDGER_GEMINI_BASE_URL: options.fakeUrl,
+    LEDGER_BEDROCK_BASE_URL: options.fakeUrl,
     LEDGER_LOG_LEVEL: "warn",
     ...options.env
   }, /ledger:/, options.root)

@@ -1,8 +1,10 @@
 /**
  * Gateway benchmark: autocannon against the fake provider directly, and through the gateway (capture on, Redis
- * stream), in the same run, at 1 and 32 connections.
+ * stream), in the same run, at 1 and 32 connections — for each API surface asked for: chat completions, the
+ * Responses API (a bare model, to OpenAI) and Anthropic Messages (a bare model, to Anthropic), each passed through.
  *
  *   npx node bench/gateway/run.ts [--rounds 5] [--duration 5] [--slices 5] [--warmup 10] [--connections 1,32] [--stream]
+ *                                 [--routes chat,responses,messages]
  *
  * Four processes: the fake provider (child), the gateway as shipped (`ledger serve --roles gateway` as a child,
  * embedded database, REDIS_URL or the local Redis, a stream key of its own), a bare Node proxy (bare-proxy.ts: what
@@ -50,6 +52,7 @@ const SLICES = Math.max(1, Number(option("slices", "5")))
 /** per target and connection count: long enough for V8 to finish optimising the gateway (2 s left round 1 slowest) */
 const WARMUP_S = Number(option("warmup", "10"))
 const CONNECTIONS = option("connections", "1,32").split(",").map(Number)
+const ROUTES = option("routes", "chat").split(",").map((route) => route.trim())
 const STREAM = process.argv.includes("--stream")
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379"
 
@@ -69,21 +72,54 @@ const main = async () => {
     // no builder reads this stream: keep it short so the benchmark does not fill the shared Redis
     const trimmer = setInterval(() => void redis.xTrim(streamKey, "MAXLEN", 10_000, { strategyModifier: "~" }).catch(() => undefined), 500)
 
-    const messages = [{ role: "user", content: "Summarise the incident report for the payments outage in two sentences." }]
-    const direct = {
-      url: `${fakeUrl}/v1/chat/completions`,
-      headers: { "content-type": "application/json", authorization: "Bearer sk-bench" },
-      body: JSON.stringify({ model: "gpt-4o-mini", stream: STREAM, messages })
+    const ask = "Summarise the incident report for the payments outage in two sentences."
+    const gatewayHeaders = {
+      "content-type": "application/json",
+      authorization: `Bearer ${gatewayKey}`,
+      "x-service-provider-api-key": "sk-bench"
     }
-    const viaBareProxy = { ...direct, url: `${bareUrl}/v1/chat/completions` }
-    const viaGateway = {
-      url: `${gatewayUrl}/v1/chat/completions?agent_id=bench-agent&execution_id=bench`,
-      headers: {
-        "content-type": "application/json",
-        authorization: `Bearer ${gatewayKey}`,
-        "x-service-provider-api-key": "sk-bench"
+    /** Each surface: its path, the provider's own request (direct and through the bare proxy), and the gateway's. */
+    const surfaces: Record<string, { path: string; direct: { headers: Record<string, string>; body: string }; gatewayBody: string; gatewayHeaders?: Record<string, string> }> = {
+      chat: {
+        path: "/v1/chat/completions",
+        direct: {
+          headers: { "content-type": "application/json", authorization: "Bearer sk-bench" },
+          body: JSON.stringify({ model: "gpt-4o-mini", stream: STREAM, messages: [{ role: "user", content: ask }] })
+        },
+        gatewayBody: JSON.stringify({ model: "openai/gpt-4o-mini", stream: STREAM, messages: [{ role: "user", content: ask }] })
       },
-      body: JSON.stringify({ model: "openai/gpt-4o-mini", stream: STREAM, messages })
+      responses: {
+        path: "/v1/responses",
+        direct: {
+          headers: { "content-type": "application/json", authorization: "Bearer sk-bench" },
+          body: JSON.stringify({ model: "gpt-5-mini", stream: STREAM, input: ask })
+        },
+        gatewayBody: JSON.stringify({ model: "gpt-5-mini", stream: STREAM, input: ask })
+      },
+      messages: {
+        path: "/v1/messages",
+        direct: {
+          headers: { "content-type": "application/json", "x-api-key": "sk-bench", "anthropic-version": "2023-06-01" },
+          body: JSON.stringify({ model: "claude-haiku-4-5", max_tokens: 256, stream: STREAM, messages: [{ role: "user", content: ask }] })
+        },
+        gatewayBody: JSON.stringify({ model: "claude-haiku-4-5", max_tokens: 256, stream: STREAM, messages: [{ role: "user", content: ask }] }),
+        gatewayHeaders: { "anthropic-version": "2023-06-01" }
+      }
+    }
+    const unknown = ROUTES.filter((route) => !(route in surfaces))
+    if (unknown.length > 0) throw new Error(`--routes: unknown ${unknown.join(", ")}; known: ${Object.keys(surfaces).join(", ")}`)
+    const targetsOf = (route: string) => {
+      const surface = surfaces[route]!
+      const direct = { url: `${fakeUrl}${surface.path}`, ...surface.direct }
+      return [
+        direct,
+        { ...direct, url: `${bareUrl}${surface.path}` },
+        {
+          url: `${gatewayUrl}${surface.path}?agent_id=bench-agent&execution_id=bench`,
+          headers: { ...gatewayHeaders, ...surface.gatewayHeaders },
+          body: surface.gatewayBody
+        }
+      ]
     }
 
     const redisCpu = async () => {
@@ -102,7 +138,7 @@ const main = async () => {
     type Cpu = Awaited<ReturnType<typeof cpuNow>>
     const noCpu = (): Cpu => ({ fake: 0, bare: 0, gateway: 0, gatewayMain: 0, redis: 0 })
     /** One slice of a target: its sample, and the CPU each process used meanwhile added to `cpu` */
-    const slice = async (target: (typeof targets)[number], connections: number, seconds: number, cpu: Cpu): Promise<Sample> => {
+    const slice = async (target: ReturnType<typeof targetsOf>[number], connections: number, seconds: number, cpu: Cpu): Promise<Sample> => {
       const before = await cpuNow()
       const taken = await sample(target.url, target.headers, target.body, connections, seconds)
       const after = await cpuNow()
@@ -115,8 +151,8 @@ const main = async () => {
       return { fake: per(cpu.fake), bare: per(cpu.bare), gateway: per(cpu.gateway), gatewayMain: per(cpu.gatewayMain), redis: per(cpu.redis) }
     }
 
-    const targets = [direct, viaBareProxy, viaGateway]
     const rows: Array<{
+      route: string
       connections: number
       round: number
       direct: Measured
@@ -126,7 +162,8 @@ const main = async () => {
       gatewayCpu: Cpu
       load: string
     }> = []
-    for (const connections of CONNECTIONS) {
+    for (const connections of CONNECTIONS) for (const route of ROUTES) {
+      const targets = targetsOf(route)
       for (const target of targets) await measure(target.url, target.headers, target.body, connections, WARMUP_S)
       for (let round = 0; round < ROUNDS; round++) {
         const load = Os.loadavg().map((l) => l.toFixed(2)).join(" ")
@@ -140,6 +177,7 @@ const main = async () => {
         }
         const [d, b, g] = samples.map(summarise) as [Measured, Measured, Measured]
         rows.push({
+          route,
           connections,
           round: round + 1,
           direct: d,
@@ -165,58 +203,61 @@ const main = async () => {
       const mid = Math.floor(sorted.length / 2)
       return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2
     }
-    /** median over the rounds at `connections`, with the range */
-    const summary = (connections: number, figure: (row: (typeof rows)[number]) => number, digits: number) => {
-      const values = rows.filter((row) => row.connections === connections).map(figure)
+    /** median over the rounds of a route at `connections`, with the range */
+    const summary = (route: string, connections: number, figure: (row: (typeof rows)[number]) => number, digits: number) => {
+      const values = rows.filter((row) => row.route === route && row.connections === connections).map(figure)
       return values.length === 0
         ? undefined
         : { median: median(values), text: `${fmt(median(values), digits)} (rounds ${values.map((v) => fmt(v, digits)).join(", ")})` }
     }
     const lines = [
-      `Gateway benchmark (${STREAM ? "streamed" : "non-streamed"} chat completions, ${ROUNDS} rounds of ${DURATION_S} s per target in ${SLICES} interleaved slices, after ${WARMUP_S} s warm-up)`,
+      `Gateway benchmark (${STREAM ? "streamed" : "non-streamed"}: ${ROUTES.join(", ")}; ${ROUNDS} rounds of ${DURATION_S} s per target in ${SLICES} interleaved slices, after ${WARMUP_S} s warm-up)`,
       `node ${process.version}, ${Os.cpus().length} CPUs (${Os.cpus()[0]?.model ?? "?"})`,
       "",
-      "| connections | round | direct req/s | bare proxy req/s (ratio, added mean ms) | gateway req/s | ratio | direct mean / p50 ms | gateway mean / p50 / p99 ms | added mean / p50 ms | errors | load avg (1/5/15 min) |",
-      "|---|---|---|---|---|---|---|---|---|---|---|"
+      "| route | connections | round | direct req/s | bare proxy req/s (ratio, added mean ms) | gateway req/s | ratio | direct mean / p50 ms | gateway mean / p50 / p99 ms | added mean / p50 ms | errors | load avg (1/5/15 min) |",
+      "|---|---|---|---|---|---|---|---|---|---|---|---|"
     ]
-    for (const { bare: b, connections, direct: d, gateway: g, load, round } of rows) {
+    for (const { bare: b, connections, direct: d, gateway: g, load, round, route } of rows) {
       lines.push(
-        `| ${connections} | ${round} | ${fmt(d.rps, 0)} | ${fmt(b.rps, 0)} (${fmt(b.rps / d.rps, 2)}, ${fmt(b.meanMs - d.meanMs)}) | ${fmt(g.rps, 0)} | ${fmt(g.rps / d.rps, 2)} | ${fmt(d.meanMs)} / ${fmt(d.p50Ms)} | ${fmt(g.meanMs)} / ${fmt(g.p50Ms)} / ${fmt(g.p99Ms)} | ${fmt(g.meanMs - d.meanMs)} / ${fmt(g.p50Ms - d.p50Ms)} | ${d.errors + b.errors + g.errors} | ${load} |`
+        `| ${route} | ${connections} | ${round} | ${fmt(d.rps, 0)} | ${fmt(b.rps, 0)} (${fmt(b.rps / d.rps, 2)}, ${fmt(b.meanMs - d.meanMs)}) | ${fmt(g.rps, 0)} | ${fmt(g.rps / d.rps, 2)} | ${fmt(d.meanMs)} / ${fmt(d.p50Ms)} | ${fmt(g.meanMs)} / ${fmt(g.p50Ms)} / ${fmt(g.p99Ms)} | ${fmt(g.meanMs - d.meanMs)} / ${fmt(g.p50Ms - d.p50Ms)} | ${d.errors + b.errors + g.errors} | ${load} |`
       )
     }
     lines.push(
       "",
       "CPU per call, µs (process CPU time over the measurement / calls):",
       "",
-      "| connections | round | gateway (its main thread) | fake provider (under the gateway) | Redis | gateway ÷ fake | bare proxy | fake provider (under the bare proxy) | bare proxy ÷ fake |",
-      "|---|---|---|---|---|---|---|---|---|"
+      "| route | connections | round | gateway (its main thread) | fake provider (under the gateway) | Redis | gateway ÷ fake | bare proxy | fake provider (under the bare proxy) | bare proxy ÷ fake |",
+      "|---|---|---|---|---|---|---|---|---|---|"
     )
-    for (const { bareCpu: b, connections, gatewayCpu: g, round } of rows) {
+    for (const { bareCpu: b, connections, gatewayCpu: g, round, route } of rows) {
       lines.push(
-        `| ${connections} | ${round} | ${fmt(g.gateway, 1)} (${fmt(g.gatewayMain, 1)}) | ${fmt(g.fake, 1)} | ${fmt(g.redis, 1)} | ${fmt(g.gateway / g.fake, 2)} | ${fmt(b.bare, 1)} | ${fmt(b.fake, 1)} | ${fmt(b.bare / b.fake, 2)} |`
+        `| ${route} | ${connections} | ${round} | ${fmt(g.gateway, 1)} (${fmt(g.gatewayMain, 1)}) | ${fmt(g.fake, 1)} | ${fmt(g.redis, 1)} | ${fmt(g.gateway / g.fake, 2)} | ${fmt(b.bare, 1)} | ${fmt(b.fake, 1)} | ${fmt(b.bare / b.fake, 2)} |`
       )
     }
     lines.push("")
-    for (const { connections, direct: d, gateway: g, round } of rows) {
-      if (d.errors + g.errors > 0) lines.push(`errors at ${connections} connections, round ${round}: direct ${d.errorKinds || "none"}; gateway ${g.errorKinds || "none"}`)
+    for (const { connections, direct: d, gateway: g, round, route } of rows) {
+      if (d.errors + g.errors > 0) lines.push(`errors (${route}) at ${connections} connections, round ${round}: direct ${d.errorKinds || "none"}; gateway ${g.errorKinds || "none"}`)
     }
     lines.push("", `captures published to the Redis stream: ${published} (+${spooled} spooled) for ${gatewayRequests} measured gateway calls plus warm-up`)
-    const added = summary(1, (row) => row.gateway.meanMs - row.direct.meanMs, 3)
-    if (added) {
-      const bareAdded = summary(1, (row) => row.bare.meanMs - row.direct.meanMs, 3)!
-      lines.push(`added latency at 1 connection (mean per call, median round): ${added.text} ms — ${added.median <= 0.3 ? "meets" : "misses"} the target <= 0.30; bare proxy ${bareAdded.text} ms`)
-      const overBare = summary(1, (row) => row.gateway.meanMs - row.bare.meanMs, 3)!
-      lines.push(`gateway latency at 1 connection over the bare proxy's in the same round (median round): ${overBare.text} ms`)
-    }
-    const ratio = summary(32, (row) => row.gateway.rps / row.direct.rps, 2)
-    if (ratio) {
-      const bareRatio = summary(32, (row) => row.bare.rps / row.direct.rps, 2)!
-      lines.push(`throughput at 32 connections (median round): ${ratio.text} x direct — ${ratio.median >= 0.3 ? "meets" : "misses"} the target >= 0.30; bare proxy ${bareRatio.text} x`)
-      const againstBare = summary(32, (row) => row.gateway.rps / row.bare.rps, 2)!
-      lines.push(`gateway throughput at 32 connections relative to the bare proxy's in the same round (median round): ${againstBare.text}`)
-      const relative = summary(32, (row) => row.gatewayCpu.gateway / row.gatewayCpu.fake, 2)!
-      const bareRelative = summary(32, (row) => row.bareCpu.bare / row.bareCpu.fake, 2)!
-      lines.push(`CPU per call at 32 connections relative to the fake provider's (median round): gateway ${relative.text}; bare proxy ${bareRelative.text}`)
+    for (const route of ROUTES) {
+      lines.push("", `${route}:`)
+      const added = summary(route, 1, (row) => row.gateway.meanMs - row.direct.meanMs, 3)
+      if (added) {
+        const bareAdded = summary(route, 1, (row) => row.bare.meanMs - row.direct.meanMs, 3)!
+        lines.push(`added latency at 1 connection (mean per call, median round): ${added.text} ms — ${added.median <= 0.3 ? "meets" : "misses"} the target <= 0.30; bare proxy ${bareAdded.text} ms`)
+        const overBare = summary(route, 1, (row) => row.gateway.meanMs - row.bare.meanMs, 3)!
+        lines.push(`gateway latency at 1 connection over the bare proxy's in the same round (median round): ${overBare.text} ms`)
+      }
+      const ratio = summary(route, 32, (row) => row.gateway.rps / row.direct.rps, 2)
+      if (ratio) {
+        const bareRatio = summary(route, 32, (row) => row.bare.rps / row.direct.rps, 2)!
+        lines.push(`throughput at 32 connections (median round): ${ratio.text} x direct — ${ratio.median >= 0.3 ? "meets" : "misses"} the target >= 0.30; bare proxy ${bareRatio.text} x`)
+        const againstBare = summary(route, 32, (row) => row.gateway.rps / row.bare.rps, 2)!
+        lines.push(`gateway throughput at 32 connections relative to the bare proxy's in the same round (median round): ${againstBare.text}`)
+        const relative = summary(route, 32, (row) => row.gatewayCpu.gateway / row.gatewayCpu.fake, 2)!
+        const bareRelative = summary(route, 32, (row) => row.bareCpu.bare / row.bareCpu.fake, 2)!
+        lines.push(`CPU per call at 32 connections relative to the fake provider's (median round): gateway ${relative.text}; bare proxy ${bareRelative.text}`)
+      }
     }
     const warnings = gateway.stderr().split("\n").filter((line) => line.trim() !== "")
     if (warnings.length > 0) lines.push("", `gateway log (${warnings.length} lines, last 5):`, ...warnings.slice(-5))
