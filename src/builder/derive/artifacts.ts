@@ -7,7 +7,7 @@
  */
 import type { Artifact } from "../../domain/decision.ts"
 import { ARTIFACT_CHARS, commandOf, toolCallArtifact } from "./agentTools.ts"
-import type { ChatCall } from "./chat.ts"
+import { type ChatCall, isInstruction } from "./chat.ts"
 import { excerpt, type FencedBlock, type FencedText, findFilePaths, isJsonDocument, splitFences, truncate } from "./text.ts"
 const MAX_ARTIFACTS = 50
 
@@ -83,12 +83,17 @@ const structuredOutput = (call: ChatCall, { blocks, prose }: FencedText): Artifa
   }
 }
 
-/** The commands run by the tool calls whose results close the input (this round of the agent's loop), with their output. */
+/**
+ * The commands run by the tool calls whose results close the input (this round of the agent's loop, before any
+ * instructions the harness put after them), with their output.
+ */
 const commandsRan = (call: ChatCall): Array<Artifact> => {
   const { messages } = call
-  let first = messages.length
+  let last = messages.length
+  while (last > 0 && isInstruction(messages[last - 1]!)) last--
+  let first = last
   while (first > 0 && messages[first - 1]!.role === "tool") first--
-  const results = messages.slice(first)
+  const results = messages.slice(first, last)
   const step = messages[first - 1]
   if (results.length === 0 || step?.role !== "assistant") return []
   return step.toolCalls.flatMap((tool) => {
