@@ -202,6 +202,17 @@ describe("the Responses API through the gateway", () => {
         ])
       }))
 
+    it.effect("`ledger rebuild` re-derives every decision of these APIs the same way, chains included", () =>
+      Effect.gen(function*() {
+        const stack = yield* Stack
+        yield* stack.settled
+        // every capture built (or dead-lettered: none are) before the rebuild reads them
+        const captures = (yield* stack.captures).map((capture) => capture.ledger_id)
+        yield* Effect.forEach(captures, (id) => stack.decision(id))
+        const result = yield* stack.rebuilder.run()
+        assert.deepInclude(result, { decisions: captures.length, changed: 0, unreadable: 0 })
+      }))
+
     it.effect("errors: the gateway's own and the provider's in the OpenAI shape, the provider's status kept", () =>
       Effect.gen(function*() {
         const stack = yield* Stack
@@ -228,5 +239,6 @@ describe("the Responses API through the gateway", () => {
         })
         assert.instanceOf(failed, OpenAI.APIError, "a provider failure mid-stream reaches the SDK as an error")
       }))
+
   })
 })

@@ -1,22 +1,25 @@
 /**
- * A gateway with a decision builder and the query layer on the same services: calls made through it become
- * decisions that tests read back as REST and MCP serve them.
+ * A gateway with a decision builder, the query layer and `ledger rebuild` on the same services: calls made through it
+ * become decisions that tests read back as REST and MCP serve them.
  *
  *   const stack = yield* recordingStack()
  *   const decision = yield* stack.decision(ledgerId)   // waits until it is built
  */
 import { Context, Effect, Layer, Schedule, type Scope } from "effect"
 import { BuilderLive } from "../../layers/Builder.ts"
+import { Rebuilder } from "../../src/builder/Rebuild.ts"
 import { Authenticator } from "../../src/api/Authenticator.ts"
 import type { Decision } from "../../src/domain/decision.ts"
 import type { Principal } from "../../src/domain/principal.ts"
 import { LedgerQuery } from "../../src/query/LedgerQuery.ts"
 import { type GatewayStack, gatewayStack, type GatewayStackOptions } from "./gateway-stack.ts"
 
-export interface RecordingStack extends GatewayStack<LedgerQuery> {
+export interface RecordingStack extends GatewayStack<LedgerQuery | Rebuilder> {
   /** the PAT's principal, for reads */
   readonly reader: Principal
   readonly query: LedgerQuery["Service"]
+  /** `ledger rebuild` over the stack's database */
+  readonly rebuilder: Rebuilder["Service"]
   /** The ledger id of the last call whose request contains `text` (streams read through SDK helpers hide the header). */
   ledgerIdOf(text: string): Effect.Effect<string>
   /** The decision with this id, waiting up to 10 s for the builder to build it (and for `until` to hold). */
@@ -27,7 +30,7 @@ export const recordingStack = (
   options: Omit<GatewayStackOptions, "layer"> = {}
 ): Effect.Effect<RecordingStack, unknown, Scope.Scope> =>
   Effect.gen(function*() {
-    const stack = yield* gatewayStack({ ...options, layer: Layer.mergeAll(BuilderLive, LedgerQuery.layer) })
+    const stack = yield* gatewayStack({ ...options, layer: Layer.mergeAll(BuilderLive, LedgerQuery.layer, Rebuilder.layer) })
     const reader = yield* Context.get(stack.context, Authenticator).authenticate(stack.pat, "pat")
     const query = Context.get(stack.context, LedgerQuery)
     const decision = (ledgerId: string, until: (decision: Decision) => boolean = () => true) =>
@@ -42,5 +45,5 @@ export const recordingStack = (
         const found = (yield* stack.captures).findLast((capture) => capture.request.includes(text))
         return found === undefined ? yield* Effect.die(new Error(`no capture of a request with ${JSON.stringify(text)}`)) : found.ledger_id
       })
-    return { ...stack, reader, query, decision, ledgerIdOf }
+    return { ...stack, reader, query, rebuilder: Context.get(stack.context, Rebuilder), decision, ledgerIdOf }
   })
