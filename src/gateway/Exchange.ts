@@ -178,9 +178,11 @@ export class Exchange implements Dispatcher.DispatchHandler {
     const { plan, caller } = this
     if (this.translator !== undefined) {
       this.answered = true
-      caller.endStream(this.translator.end())
+      const last = this.translator.end()
       const answer = this.translator.assembled()
+      // kept before the caller has the answer's last event, so its very next turn finds it
       if (answer.error === null && answer.text !== "") plan.answered?.(answer.text)
+      caller.endStream(last)
       return this.capture(answer.text, answer.usage, answer.error === null ? null : captureError(answer.error), 200)
     }
     const text = this.responseChunks.length === 1
@@ -195,8 +197,8 @@ export class Exchange implements Dispatcher.DispatchHandler {
         return this.upstreamFailed(gatewayError(502, `provider ${plan.route.name} returned an answer that could not be read`, "bad_upstream_response", null, "api_error"))
       }
       this.answered = true
-      caller.send(200, answer.text, { "x-ledger-id": this.ledgerId })
       plan.answered?.(answer.text)
+      caller.send(200, answer.text, { "x-ledger-id": this.ledgerId })
       return this.capture(answer.captured ?? answer.text, answer.usage, null, 200)
     }
     const error = plan.adapter.error(this.status, text, this.upstreamHeaders)
