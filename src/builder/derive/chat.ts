@@ -232,11 +232,22 @@ const readAnswer = (response: Json): ChatAnswer => {
   }
 }
 
+/**
+ * A capture's request and response as JSON objects (the response undefined when there is none, as on errors), with a
+ * note in `problems` for either that is not one.
+ */
+export const readExchange = (capture: Pick<Capture, "request" | "response">, problems: Array<string>) => {
+  const request = asRecord(parseJson(capture.request))
+  if (request === undefined) problems.push("request is not a JSON object")
+  const response = capture.response === null ? undefined : asRecord(parseJson(capture.response))
+  if (capture.response !== null && response === undefined) problems.push("response is not a JSON object")
+  return { request, response }
+}
+
 /** A chat-completions capture as the call view. */
 export const readChatCall = (capture: Capture): ChatCall => {
   const problems: Array<string> = []
-  const request = asRecord(parseJson(capture.request))
-  if (request === undefined) problems.push("request is not a JSON object")
+  const { request, response } = readExchange(capture, problems)
   const rawMessages = request?.messages
   if (request !== undefined && !Array.isArray(rawMessages)) problems.push("request has no messages array")
   const messages = nameToolResults(asArray(rawMessages).map(readMessage))
@@ -248,10 +259,8 @@ export const readChatCall = (capture: Capture): ChatCall => {
   const responseFormat = asRecord(request?.response_format)
 
   let answer = NO_ANSWER
-  const response = capture.response === null ? undefined : asRecord(parseJson(capture.response))
-  if (capture.response !== null) {
-    if (response === undefined) problems.push("response is not a JSON object")
-    else if (asArray(response.choices).length === 0) problems.push("response has no choices")
+  if (response !== undefined) {
+    if (asArray(response.choices).length === 0) problems.push("response has no choices")
     else answer = readAnswer(response)
   }
 

@@ -4,8 +4,7 @@
  * the gateway does not capture.
  */
 import type { Capture } from "../../domain/capture.ts"
-import { asArray, asRecord, type ChatCall, NO_ANSWER } from "./chat.ts"
-import { parseJson } from "./text.ts"
+import { asArray, type ChatCall, NO_ANSWER, readExchange } from "./chat.ts"
 
 /** Inputs shown in the user turn; the count and size cover all of them. */
 const SHOWN_INPUTS = 20
@@ -21,14 +20,11 @@ const count = (value: unknown): number | undefined => (typeof value === "number"
 
 export const readEmbeddingsCall = (capture: Capture): ChatCall => {
   const problems: Array<string> = []
-  const request = asRecord(parseJson(capture.request))
-  if (request === undefined) problems.push("request is not a JSON object")
+  const { request, response } = readExchange(capture, problems)
   const input = request?.input
   // an array of token ids is one input
   const texts = Array.isArray(input) && input.every((item) => typeof item === "number") ? [`[${input.length} tokens]`] : inputTexts(input)
   const characters = texts.reduce((sum, text) => sum + text.length, 0)
-  const response = capture.response === null ? undefined : asRecord(parseJson(capture.response))
-  if (capture.response !== null && response === undefined) problems.push("response is not a JSON object")
   const vectors = count(response?.data) ?? asArray(response?.data).length
   const dimensions = count(response?.dimensions) ?? count(request?.dimensions)
   const shown = texts.slice(0, SHOWN_INPUTS).join("\n")

@@ -15,9 +15,9 @@ import {
   type Json,
   nameToolResults,
   NO_ANSWER,
+  readExchange,
   type ToolCall
 } from "./chat.ts"
-import { parseJson } from "./text.ts"
 
 const STOP_REASONS: Record<string, string> = {
   end_turn: "stop",
@@ -117,8 +117,7 @@ const readAnswer = (message: Json): ChatAnswer => {
 
 export const readMessagesCall = (capture: Capture): ChatCall => {
   const problems: Array<string> = []
-  const request = asRecord(parseJson(capture.request))
-  if (request === undefined) problems.push("request is not a JSON object")
+  const { request, response } = readExchange(capture, problems)
   if (request !== undefined && !Array.isArray(request.messages)) problems.push("request has no messages array")
   const system = typeof request?.system === "string" ? request.system : blockText(request?.system)
   const messages: Array<ChatMessage> = system === ""
@@ -126,12 +125,7 @@ export const readMessagesCall = (capture: Capture): ChatCall => {
     : [{ index: -1, source: "system", role: "system", text: system, images: [], files: [], toolCalls: [], toolCallId: undefined, toolName: undefined }]
   asArray(request?.messages).forEach((turn, index) => messages.push(...readTurn(turn, index)))
 
-  let answer = NO_ANSWER
-  const response = capture.response === null ? undefined : asRecord(parseJson(capture.response))
-  if (capture.response !== null) {
-    if (response === undefined) problems.push("response is not a JSON object")
-    else answer = readAnswer(response)
-  }
+  const answer = response === undefined ? NO_ANSWER : readAnswer(response)
   const format = asRecord(asRecord(request?.output_config)?.format) ?? asRecord(request?.output_format)
   return {
     responseId: asString(response?.id),

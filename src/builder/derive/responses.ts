@@ -19,6 +19,7 @@ import {
   type Json,
   nameToolResults,
   NO_ANSWER,
+  readExchange,
   readContent,
   type ToolCall
 } from "./chat.ts"
@@ -153,14 +154,8 @@ const toolsOffered = (tools: unknown): Array<string> =>
 
 export const readResponsesCall = (capture: Capture): ChatCall => {
   const problems: Array<string> = []
-  const request = asRecord(parseJson(capture.request))
-  if (request === undefined) problems.push("request is not a JSON object")
-  let answer = NO_ANSWER
-  const response = capture.response === null ? undefined : asRecord(parseJson(capture.response))
-  if (capture.response !== null) {
-    if (response === undefined) problems.push("response is not a JSON object")
-    else answer = readAnswer(response)
-  }
+  const { request, response } = readExchange(capture, problems)
+  const answer = response === undefined ? NO_ANSWER : readAnswer(response)
   const format = asRecord(asRecord(request?.text)?.format)
   return {
     responseId: asString(response?.id),

@@ -6,7 +6,7 @@
 import { type Usage } from "../../domain/usage.ts"
 import type { ChatCompletion, ChatMessage, ChatRequest, ContentPart, FinishReason, ToolCall, ToolChoice } from "../providers/chat.ts"
 import { UnsupportedRequest } from "../providers/index.ts"
-import { CompletionAssembler, type AnswerSink } from "../providers/stream.ts"
+import { type AnswerSink, AssemblingSink } from "../providers/stream.ts"
 import type { CallContext, ProviderError, StreamAnswer } from "../providers/types.ts"
 import { anthropicErrorBody } from "./errors.ts"
 import { messagesEvent } from "./relay.ts"
@@ -192,19 +192,16 @@ type OpenBlock = { readonly kind: "text" | "thinking" } | { readonly kind: "tool
  * tool call (content_block_start, deltas, content_block_stop), then message_delta with the stop reason and the
  * usage, and message_stop.
  */
-export class MessagesSink implements AnswerSink {
-  readonly assembly: CompletionAssembler
+export class MessagesSink extends AssemblingSink implements AnswerSink {
   private readonly ctx: CallContext
   private started = false
   private open: OpenBlock | undefined
   private blocks = 0
   /** content block index of each tool call */
   private readonly toolBlocks: Array<number> = []
-  complete = false
-
   constructor(ctx: CallContext) {
+    super(ctx.model)
     this.ctx = ctx
-    this.assembly = new CompletionAssembler(ctx.model)
   }
 
   private event(type: string, body: object): string {
@@ -278,15 +275,6 @@ export class MessagesSink implements AnswerSink {
     const block = this.toolBlocks[index]
     if (block === undefined) return ""
     return this.event("content_block_delta", { index: block, delta: { type: "input_json_delta", partial_json: fragment } })
-  }
-
-  finish(reason: FinishReason): string {
-    this.assembly.add(0, undefined, reason)
-    return ""
-  }
-
-  usage(usage: Usage): void {
-    this.assembly.usage = usage
   }
 
   fail(error: ProviderError): string {

@@ -9,8 +9,8 @@
 import { type AnthropicUsage, fromAnthropicUsage, mergeAnthropicUsage } from "../../domain/usage.ts"
 import { STATUS_BY_TYPE } from "../providers/anthropic.ts"
 import { providerError } from "../providers/errors.ts"
-import type { StreamAnswer, StreamTranslator } from "../providers/index.ts"
-import type { EventDecoder } from "../providers/stream.ts"
+import type { StreamAnswer } from "../providers/index.ts"
+import { EventRelay, parsedEvents } from "../providers/stream.ts"
 import type { ProviderError } from "../providers/types.ts"
 import { anthropicErrorBody } from "./errors.ts"
 
@@ -53,13 +53,7 @@ const assemble = (events: ReadonlyArray<string>): { message: Record<string, unkn
   let message: (Record<string, unknown> & { content: Array<Block> }) | null = null
   const usage: AnthropicUsage = {}
   let error: ProviderError | null = null
-  for (const data of events) {
-    let event: Event
-    try {
-      event = JSON.parse(data) as Event
-    } catch {
-      continue
-    }
+  for (const event of parsedEvents<Event>(events)) {
     switch (event.type) {
       case "message_start":
         message = { ...event.message, content: [] }
@@ -123,43 +117,18 @@ const assemble = (events: ReadonlyArray<string>): { message: Record<string, unkn
  * The relay of one Anthropic event stream. `decoder` turns upstream bytes into events (SSE from Anthropic, AWS
  * event-stream frames from Bedrock); events without a type (Bedrock's keep-alives) are dropped.
  */
-export class MessagesRelay implements StreamTranslator {
-  private readonly input: EventDecoder
-  private readonly events: Array<string> = []
-  private out = ""
-  complete = false
-
-  constructor(decoder: (onEvent: (event: string, data: string) => void) => EventDecoder) {
-    this.input = decoder((event, data) => this.relay(event, data))
-  }
-
-  private relay(event: string, data: string): void {
+export class MessagesRelay extends EventRelay {
+  protected relay(event: string, data: string): void {
     let type = event
     if (type === "") {
       // Bedrock's chunks carry the event's JSON only; its type names it
       type = /"type"\s*:\s*"([^"]+)"/.exec(data)?.[1] ?? ""
       if (type === "") return
     }
-    if (type === "ping") return void (this.out += messagesEvent(type, data))
+    if (type === "ping") return this.emit(messagesEvent(type, data))
     this.events.push(data)
-    this.out += messagesEvent(type, data)
+    this.emit(messagesEvent(type, data))
     if (type === "message_stop" || type === "error") this.complete = true
-  }
-
-  private take(): string {
-    const text = this.out
-    this.out = ""
-    return text
-  }
-
-  push(bytes: Uint8Array): string {
-    this.input.push(bytes)
-    return this.take()
-  }
-
-  end(): string {
-    this.input.end()
-    return this.take()
   }
 
   fail(error: ProviderError): string {

@@ -8,7 +8,7 @@ import { type ChatCompletion, type ChatRequest, type FinishReason, toolCallId } 
 import { opensObject, withModel } from "./body.ts"
 import { errorTypeFor, fallbackMessage, parseJsonBody, providerError, stringOrNull } from "./errors.ts"
 import { SseDecoder } from "./sse.ts"
-import { type AnswerSink, type ChunkDelta, CompletionAssembler, DONE_FRAME, translatedStream } from "./stream.ts"
+import { type AnswerSink, type ChunkDelta, CompletionAssembler, DONE_FRAME, EventRelay, translatedStream } from "./stream.ts"
 import type { Answer, CallContext, ProviderError, StreamAnswer, StreamTranslator, TranslatedAdapter } from "./types.ts"
 
 /** Where an OpenAI-wire provider is reached and how the caller's key is presented. */
@@ -71,55 +71,34 @@ interface WireChunk {
  * Relays the upstream events as they are, except the usage chunk the gateway asked for on the caller's
  * behalf. Events are kept as text and parsed only when the answer is assembled, off the relay path.
  */
-class OpenAIWireStream implements StreamTranslator {
-  private readonly sse: SseDecoder
+class OpenAIWireStream extends EventRelay {
   private readonly hideUsage: boolean
   private readonly assembly: CompletionAssembler
-  private readonly events: Array<string> = []
   private assembledCount = 0
   /** the upstream's id and model are taken from its first chunk */
   private identified = false
-  private out = ""
-  private doneSent = false
-
-  /** the caller has [DONE] */
-  get complete(): boolean {
-    return this.doneSent
-  }
 
   constructor(ctx: CallContext) {
+    super((onEvent) => new SseDecoder(onEvent))
     this.hideUsage = !ctx.includeUsage
     this.assembly = new CompletionAssembler(ctx.model)
-    this.sse = new SseDecoder((_event, data) => this.relay(data))
   }
 
-  private relay(data: string): void {
-    if (data === "[DONE]") {
-      if (!this.doneSent) this.out += DONE_FRAME
-      this.doneSent = true
-      return
-    }
+  /** `complete` once the caller has [DONE] */
+  protected relay(_event: string, data: string): void {
+    if (data === "[DONE]") return this.done()
     this.events.push(data)
     if (this.hideUsage && isUsageOnlyChunk(data)) return
-    this.out += `data: ${data}\n\n`
+    this.emit(`data: ${data}\n\n`)
   }
 
-  private take(): string {
-    const text = this.out
-    this.out = ""
-    return text
+  private done(): void {
+    if (!this.complete) this.emit(DONE_FRAME)
+    this.complete = true
   }
 
-  push(bytes: Uint8Array): string {
-    this.sse.push(bytes)
-    return this.take()
-  }
-
-  end(): string {
-    this.sse.end()
-    if (!this.doneSent) this.out += DONE_FRAME
-    this.doneSent = true
-    return this.take()
+  protected override ended(): void {
+    this.done()
   }
 
   /** The shape OpenAI itself ends a failed stream with, which the OpenAI clients raise as an APIError. */

@@ -165,19 +165,36 @@ export interface AnswerSink {
   answer(): StreamAnswer
 }
 
+/** What every sink does alike: the answer assembled as it goes, its finish reason and usage kept for the end. */
+export abstract class AssemblingSink {
+  readonly assembly: CompletionAssembler
+  complete = false
+
+  constructor(model: string) {
+    this.assembly = new CompletionAssembler(model)
+  }
+
+  finish(reason: FinishReason): string {
+    this.assembly.add(0, undefined, reason)
+    return ""
+  }
+
+  usage(usage: Usage): void {
+    this.assembly.usage = usage
+  }
+}
+
 /**
  * Writes chat.completion.chunk frames (one choice) for a translated stream and assembles them as it goes.
  * Each frame is one precomputed prefix plus the serialised delta, so a text delta costs one small stringify.
  */
-export class ChunkWriter implements AnswerSink {
-  readonly assembly: CompletionAssembler
+export class ChunkWriter extends AssemblingSink implements AnswerSink {
   private readonly includeUsage: boolean
   private prefix = ""
   private head = ""
-  complete = false
 
   constructor(model: string, includeUsage: boolean) {
-    this.assembly = new CompletionAssembler(model)
+    super(model)
     this.includeUsage = includeUsage
   }
 
@@ -223,13 +240,9 @@ export class ChunkWriter implements AnswerSink {
     return this.start() + this.prefix + `{"tool_calls":[{"index":${index},"function":{"arguments":${JSON.stringify(fragment)}}}]}` + FRAME_END
   }
 
-  finish(reason: FinishReason): string {
-    this.assembly.add(0, undefined, reason)
+  override finish(reason: FinishReason): string {
+    super.finish(reason)
     return this.start() + this.prefix + `{},"finish_reason":${JSON.stringify(reason)}}]}\n\n`
-  }
-
-  usage(usage: Usage): void {
-    this.assembly.usage = usage
   }
 
   /** A provider failure mid-stream, in the shape the OpenAI clients raise as an APIError. */
@@ -308,3 +321,59 @@ export const translatedAdapter = (parts: Omit<TranslatedAdapter, "response" | "s
   },
   stream: (ctx) => parts.streamTo(ctx, new ChunkWriter(ctx.model, ctx.includeUsage))
 })
+
+/** A relayed stream's events, parsed (the ones that are not JSON skipped: they were relayed as received). */
+export function* parsedEvents<E>(events: Iterable<string>): Generator<E> {
+  for (const data of events) {
+    try {
+      yield JSON.parse(data) as E
+    } catch {
+      // nothing to assemble from it
+    }
+  }
+}
+
+/**
+ * A stream relayed to a caller who speaks the provider's own API: each decoded event is written on as it arrives
+ * (`relay` calls `emit`) and kept as text (`events`), to be parsed only when the capture asks for the answer.
+ */
+export abstract class EventRelay implements StreamTranslator {
+  protected readonly events: Array<string> = []
+  private readonly input: EventDecoder
+  private out = ""
+  complete = false
+
+  constructor(decoder: (onEvent: (event: string, data: string) => void) => EventDecoder) {
+    this.input = decoder((event, data) => this.relay(event, data))
+  }
+
+  /** one decoded event: what to write on (`emit`), keep (`events`) and whether the answer is complete */
+  protected abstract relay(event: string, data: string): void
+
+  protected emit(frames: string): void {
+    this.out += frames
+  }
+
+  private take(): string {
+    const text = this.out
+    this.out = ""
+    return text
+  }
+
+  push(bytes: Uint8Array): string {
+    this.input.push(bytes)
+    return this.take()
+  }
+
+  end(): string {
+    this.input.end()
+    this.ended()
+    return this.take()
+  }
+
+  /** the upstream ended, after its last event: a relay may add closing frames (`emit`) */
+  protected ended(): void {}
+
+  abstract fail(error: ProviderError): string
+  abstract assembled(): StreamAnswer
+}

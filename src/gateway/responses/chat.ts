@@ -15,7 +15,7 @@ import { toResponsesUsage, type Usage } from "../../domain/usage.ts"
 import type { ChatCompletion, ChatMessage, ChatRequest, ContentPart, FinishReason, ToolCall, ToolChoice, ToolDefinition } from "../providers/chat.ts"
 import { nowSeconds } from "../providers/chat.ts"
 import { type CallContext, type ProviderAdapter, type TranslatedAdapter, UnsupportedRequest } from "../providers/index.ts"
-import { type AnswerSink, CompletionAssembler } from "../providers/stream.ts"
+import { type AnswerSink, AssemblingSink } from "../providers/stream.ts"
 import type { ProviderError, StreamAnswer } from "../providers/types.ts"
 import { viaChat } from "../providers/viaChat.ts"
 import { responsesEvent } from "./openai.ts"
@@ -356,8 +356,7 @@ type OpenItem =
  * (added; its content part or summary part; deltas; done), then response.completed (or incomplete) carrying the
  * whole response with its usage. A failure ends the stream with an error event and response.failed.
  */
-export class ResponsesSink implements AnswerSink {
-  readonly assembly: CompletionAssembler
+export class ResponsesSink extends AssemblingSink implements AnswerSink {
   private readonly request: ResponsesRequest
   private readonly table: ToolTable
   private readonly provider: string
@@ -368,14 +367,12 @@ export class ResponsesSink implements AnswerSink {
   private readonly output: Array<ResponseItem> = []
   /** tool calls' items by call index, for arguments arriving after another item opened */
   private readonly tools: Array<OpenItem & { kind: "tool" }> = []
-  complete = false
-
   constructor(request: ResponsesRequest, table: ToolTable, provider: string, ctx: CallContext) {
+    super(ctx.model)
     this.request = request
     this.table = table
     this.provider = provider
     this.ids = ids(ctx)
-    this.assembly = new CompletionAssembler(ctx.model)
   }
 
   private event(type: string, body: object): string {
@@ -523,15 +520,6 @@ export class ResponsesSink implements AnswerSink {
     return this.table.entry(tool.name).kind === "function"
       ? this.event("response.function_call_arguments.delta", { item_id: tool.id, output_index: tool.index, delta: fragment })
       : ""
-  }
-
-  finish(reason: FinishReason): string {
-    this.assembly.add(0, undefined, reason)
-    return ""
-  }
-
-  usage(usage: Usage): void {
-    this.assembly.usage = usage
   }
 
   fail(error: ProviderError): string {

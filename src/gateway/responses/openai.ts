@@ -6,9 +6,10 @@
  */
 import { opensObject, withModel } from "../providers/body.ts"
 import { providerError } from "../providers/errors.ts"
-import type { CallContext, ProviderAdapter, ProviderError, StreamAnswer, StreamTranslator } from "../providers/index.ts"
+import type { CallContext, ProviderAdapter, ProviderError, StreamAnswer } from "../providers/index.ts"
 import { bearerAuth, openAIWireError } from "../providers/openai.ts"
 import { SseDecoder } from "../providers/sse.ts"
+import { EventRelay, parsedEvents } from "../providers/stream.ts"
 import type { ResponsesRequest } from "./request.ts"
 
 /** One server-sent event as OpenAI frames Responses events: its type named on the `event:` line too. */
@@ -43,13 +44,7 @@ const assemble = (events: ReadonlyArray<string>): { response: Record<string, unk
   let created: Record<string, unknown> | null = null
   const items: Array<unknown> = []
   let error: ProviderError | null = null
-  for (const data of events) {
-    let event: Event
-    try {
-      event = JSON.parse(data) as Event
-    } catch {
-      continue
-    }
+  for (const event of parsedEvents<Event>(events)) {
     switch (event.type) {
       case "response.created":
         created = event.response ?? null
@@ -72,34 +67,17 @@ const assemble = (events: ReadonlyArray<string>): { response: Record<string, unk
 }
 
 /** Relays a Responses event stream as it arrives; the events are assembled for the capture only when it asks. */
-export class ResponsesRelay implements StreamTranslator {
-  private readonly sse = new SseDecoder((event, data) => this.relay(event, data))
-  private readonly events: Array<string> = []
-  private out = ""
-  complete = false
+export class ResponsesRelay extends EventRelay {
+  constructor() {
+    super((onEvent) => new SseDecoder(onEvent))
+  }
 
-  private relay(event: string, data: string): void {
+  protected relay(event: string, data: string): void {
     if (data === "[DONE]") return
     const type = typeOf(event, data)
     this.events.push(data)
-    this.out += responsesEvent(type, data)
+    this.emit(responsesEvent(type, data))
     if (TERMINAL.has(type)) this.complete = true
-  }
-
-  private take(): string {
-    const text = this.out
-    this.out = ""
-    return text
-  }
-
-  push(bytes: Uint8Array): string {
-    this.sse.push(bytes)
-    return this.take()
-  }
-
-  end(): string {
-    this.sse.end()
-    return this.take()
   }
 
   /** An error event (the OpenAI clients raise it) and the failed response Codex waits for. */

@@ -3,8 +3,8 @@
  * provider family is reached (OpenAI-wire providers as they are, the others translated).
  */
 import { gatewayError } from "../GatewayServer.ts"
-import type { CallContext, ChatRequest, ProviderError } from "../providers/index.ts"
-import { isObject, notAnObject, openAIErrorText, type PlanInput, routeModel, type Surface } from "./surface.ts"
+import type { ChatRequest, ProviderError } from "../providers/index.ts"
+import { callContext, isObject, openAIErrorText, type PlanInput, routed, type Surface } from "./surface.ts"
 
 export const CHAT_COMPLETIONS = "POST /v1/chat/completions"
 
@@ -38,21 +38,11 @@ export const chatSurface: Surface = {
   shape: "the chat-completions shape",
   errorText: openAIErrorText,
   plan(body, input: PlanInput) {
-    if (!isObject(body)) return notAnObject()
-    const target = routeModel(body.model, input.providers, undefined)
-    if ("status" in target) return target
-    const invalid = validate(body)
-    if (invalid !== undefined) return invalid
-    const request = body as unknown as ChatRequest
-    const ctx: CallContext = {
-      model: target.model,
-      apiKey: input.apiKey,
-      baseUrl: target.route.baseUrl,
-      stream: request.stream === true,
-      includeUsage: request.stream_options?.include_usage === true,
-      apiVersion: target.route.apiVersion,
-      requestText: input.bodyText
-    }
+    const checked = routed(body, input, undefined, validate)
+    if ("status" in checked) return checked
+    const { target } = checked
+    const request = checked.request as unknown as ChatRequest
+    const ctx = callContext(target, input, { stream: request.stream === true, includeUsage: request.stream_options?.include_usage === true })
     return { route: target.route, adapter: target.route.adapter, request, ctx }
   }
 }

@@ -11,8 +11,8 @@ import {
   type EmbeddingsRequest
 } from "../embeddings/adapters.ts"
 import { gatewayError } from "../GatewayServer.ts"
-import type { CallContext, ProviderAdapter, ProviderError } from "../providers/index.ts"
-import { isObject, notAnObject, openAIErrorText, type PlanInput, routeModel, type Surface } from "./surface.ts"
+import type { ProviderAdapter, ProviderError } from "../providers/index.ts"
+import { callContext, openAIErrorText, type PlanInput, routed, type Surface } from "./surface.ts"
 
 export const EMBEDDINGS = "POST /v1/embeddings"
 
@@ -49,25 +49,15 @@ export const embeddingsSurface: Surface = {
   shape: "the embeddings shape",
   errorText: openAIErrorText,
   plan(body, input: PlanInput) {
-    if (!isObject(body)) return notAnObject()
-    const target = routeModel(body.model, input.providers, "openai")
-    if ("status" in target) return target
-    const invalid = validate(body)
-    if (invalid !== undefined) return invalid
+    const checked = routed(body, input, "openai", validate)
+    if ("status" in checked) return checked
+    const { target } = checked
     const adapterFor = ADAPTERS[target.route.type]
     if (adapterFor === undefined) {
       return gatewayError(400, `${target.route.name} has no embeddings: use openai/, azure/, gemini/, bedrock/ or a named upstream`, "unsupported_for_provider", "model")
     }
-    const ctx: CallContext = {
-      model: target.model,
-      apiKey: input.apiKey,
-      baseUrl: target.route.baseUrl,
-      stream: false,
-      includeUsage: false,
-      apiVersion: target.route.apiVersion,
-      requestText: input.bodyText
-    }
-    const request = body as unknown as EmbeddingsRequest
+    const ctx = callContext(target, input, { stream: false })
+    const request = checked.request as unknown as EmbeddingsRequest
     return { route: target.route, adapter: adapterFor(request), request, ctx }
   }
 }

@@ -15,10 +15,10 @@ import { countTokensAdapter } from "../messages/countTokens.ts"
 import { anthropicErrorBody } from "../messages/errors.ts"
 import type { MessagesRequest } from "../messages/request.ts"
 import { bedrockModelIsClaude } from "../providers/bedrock.ts"
-import { adapterFor, type CallContext, type ProviderAdapter, type ProviderError } from "../providers/index.ts"
+import { adapterFor, type ProviderAdapter, type ProviderError } from "../providers/index.ts"
 import { type ChatCodec, viaChat } from "../providers/viaChat.ts"
 import type { ProviderRoute } from "../routing.ts"
-import { header, isObject, notAnObject, optionalBoolean, type PlanInput, routeModel, type Surface } from "./surface.ts"
+import { callContext, header, isObject, optionalBoolean, type PlanInput, routed, type Surface } from "./surface.ts"
 
 export const MESSAGES = "POST /v1/messages"
 export const COUNT_TOKENS = "POST /v1/messages/count_tokens"
@@ -68,12 +68,10 @@ const passHeaders = (input: PlanInput): Record<string, string> => {
 }
 
 const plan = (body: unknown, input: PlanInput, count: boolean) => {
-  if (!isObject(body)) return notAnObject()
-  const target = routeModel(body.model, input.providers, "anthropic")
-  if ("status" in target) return target
-  const invalid = validate(body)
-  if (invalid !== undefined) return invalid
-  const stream = count ? false : optionalBoolean(body, "stream")
+  const checked = routed(body, input, "anthropic", validate)
+  if ("status" in checked) return checked
+  const { request, target } = checked
+  const stream = count ? false : optionalBoolean(request, "stream")
   if (typeof stream !== "boolean") return stream
   const adapter = count ? countTokensAdapter(target.route.type) : messagesAdapter(target.route, target.model)
   if (adapter === undefined) {
@@ -85,18 +83,8 @@ const plan = (body: unknown, input: PlanInput, count: boolean) => {
       "not_found_error"
     )
   }
-  const ctx: CallContext = {
-    model: target.model,
-    apiKey: input.apiKey,
-    baseUrl: target.route.baseUrl,
-    stream,
-    includeUsage: false,
-    apiVersion: target.route.apiVersion,
-    requestText: input.bodyText,
-    passHeaders: passHeaders(input),
-    ledgerId: input.ledgerId
-  }
-  return { route: target.route, adapter, request: body as unknown as MessagesRequest, ctx }
+  const ctx = callContext(target, input, { stream, passHeaders: passHeaders(input) })
+  return { route: target.route, adapter, request: request as unknown as MessagesRequest, ctx }
 }
 
 export const messagesSurface: Surface = {

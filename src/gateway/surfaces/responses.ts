@@ -13,7 +13,7 @@ import { responsesViaChat } from "../responses/chat.ts"
 import { responsesToAzure, responsesToOpenAI } from "../responses/openai.ts"
 import { inputItems, type ResponseItem, type ResponsesRequest } from "../responses/request.ts"
 import type { ResponseChains } from "../responses/ResponseChains.ts"
-import { type CallPlan, isObject, notAnObject, openAIErrorText, optionalBoolean, type PlanInput, routeModel, type Surface } from "./surface.ts"
+import { type CallPlan, callContext, isObject, openAIErrorText, optionalBoolean, type PlanInput, routed, type Surface } from "./surface.ts"
 
 export const RESPONSES = "POST /v1/responses"
 
@@ -85,23 +85,11 @@ export const responsesSurface = (chains: ResponseChains["Service"]): Surface => 
   shape: "the Responses shape",
   errorText: openAIErrorText,
   plan(body, input: PlanInput) {
-    if (!isObject(body)) return notAnObject()
-    const target = routeModel(body.model, input.providers, "openai")
-    if ("status" in target) return target
-    const invalid = validate(body)
-    if (invalid !== undefined) return invalid
-    const stream = optionalBoolean(body, "stream")
+    const checked = routed(body, input, "openai", validate)
+    if ("status" in checked) return checked
+    const stream = optionalBoolean(checked.request, "stream")
     if (typeof stream !== "boolean") return stream
-    const ctx: CallContext = {
-      model: target.model,
-      apiKey: input.apiKey,
-      baseUrl: target.route.baseUrl,
-      stream,
-      includeUsage: false,
-      apiVersion: target.route.apiVersion,
-      requestText: input.bodyText,
-      ledgerId: input.ledgerId
-    }
-    return responsesPlan(body as unknown as ResponsesRequest, target.route, ctx, chains)
+    const { request, target } = checked
+    return responsesPlan(request as unknown as ResponsesRequest, target.route, callContext(target, input, { stream }), chains)
   }
 })

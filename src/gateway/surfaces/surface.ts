@@ -91,6 +91,39 @@ export const routeModel = (
   return { route, model: model.slice(slash + 1) }
 }
 
+/**
+ * What every surface checks first: a JSON object, a model routed to a provider (`home` for a bare model), then the
+ * surface's own checks of the request.
+ */
+export const routed = (
+  body: unknown,
+  input: PlanInput,
+  home: string | undefined,
+  validate: (request: Record<string, unknown>) => ProviderError | undefined
+): { readonly request: Record<string, unknown>; readonly target: { readonly route: ProviderRoute; readonly model: string } } | ProviderError => {
+  if (!isObject(body)) return notAnObject()
+  const target = routeModel(body.model, input.providers, home)
+  if ("status" in target) return target
+  return validate(body) ?? { request: body, target }
+}
+
+/** The context of a call to the routed provider, from what the caller sent. */
+export const callContext = (
+  target: { readonly route: ProviderRoute; readonly model: string },
+  input: PlanInput,
+  options: { readonly stream: boolean; readonly includeUsage?: boolean; readonly passHeaders?: Readonly<Record<string, string>> }
+): CallContext => ({
+  model: target.model,
+  apiKey: input.apiKey,
+  baseUrl: target.route.baseUrl,
+  stream: options.stream,
+  includeUsage: options.includeUsage ?? false,
+  apiVersion: target.route.apiVersion,
+  requestText: input.bodyText,
+  passHeaders: options.passHeaders,
+  ledgerId: input.ledgerId
+})
+
 /** A string header, or undefined. */
 export const header = (req: Http.IncomingMessage, name: string): string | undefined => {
   const value = req.headers[name]
