@@ -55,35 +55,44 @@ describe("the agents people run, through the gateway", () => {
         assert.include(ran.result, "hello-from-claude")
       }))
 
-    it.effect("Codex (codex exec) on anthropic/, translated: the shell command turn and the turn carrying its output, one session", () =>
+    it.effect("Codex (codex exec) on anthropic/, translated: shell command turns and the turns carrying their output, one session, past turn 2", () =>
       Effect.gen(function*() {
         const stack = yield* Stack
         const start = (yield* stack.captures).length
-        const result = yield* runCodex("[[run:echo hello-from-codex]]", {
+        const result = yield* runCodex("[[runs:3:echo hello-from-codex]]", {
           gatewayUrl: stack.gatewayUrl,
           gatewayKey: stack.gatewayKey,
           providerKey: PROVIDER_KEY,
           model: "anthropic/claude-sonnet-4-6"
         })
         assert.strictEqual(result.code, 0, result.stderr)
-        assert.match(result.stdout, /Tool said: [\s\S]*hello-from-codex/)
+        assert.match(result.stdout, /Tool said: [\s\S]*hello-from-codex 3/)
 
         const decisions = yield* decisionsSince(stack, start)
-        assert.strictEqual(decisions.length, 2)
-        const [asked, read] = decisions
+        assert.strictEqual(decisions.length, 4, "three turns asking for a command, and the answer")
         for (const decision of decisions) {
           assert.deepStrictEqual([decision.api, decision.agent_id, decision.provider, decision.model], ["responses", "codex", "anthropic", "claude-sonnet-4-6"])
           assert.isAbove(decision.cost_usd ?? 0, 0)
+          assert.strictEqual(decision.session_id, decisions[0]!.session_id, "one Codex session")
         }
-        assert.strictEqual(asked!.outcome, "tool_call")
-        assert.deepInclude(asked!.artifacts, { kind: "command", name: "exec_command", language: "shell", content: "echo hello-from-codex" })
-        assert.strictEqual(asked!.session_id, read!.session_id, "one Codex session")
-        assert.isNotNull(asked!.execution_id, "Codex's session id from x-codex-turn-metadata")
-        const ran = read!.artifacts.find((artifact) => artifact.kind === "command")!
-        assert.strictEqual(ran.content, "echo hello-from-codex")
-        assert.include(ran.result, "hello-from-codex")
-        assert.match(answerOf(read!)!.text, /Tool said: [\s\S]*hello-from-codex/)
-        assert.deepStrictEqual(read!.logic_trace.filter((step) => step.kind === "tool_call" || step.kind === "tool_result").map((step) => step.kind), ["tool_call", "tool_result"])
+        assert.isNotNull(decisions[0]!.execution_id, "Codex's session id from x-codex-turn-metadata")
+        decisions.forEach((decision, turn) => {
+          if (turn < 3) {
+            assert.strictEqual(decision.outcome, "tool_call")
+            assert.deepInclude(decision.artifacts, { kind: "command", name: "exec_command", language: "shell", content: `echo hello-from-codex ${turn + 1}` })
+          }
+          if (turn > 0) {
+            // the turn after a command carries what it printed
+            const ran = decision.artifacts.find((artifact) => artifact.kind === "command" && artifact.result !== undefined)!
+            assert.strictEqual(ran.content, `echo hello-from-codex ${turn}`)
+            assert.include(ran.result, `hello-from-codex ${turn}`)
+          }
+        })
+        const last = decisions[3]!
+        assert.match(answerOf(last)!.text, /Tool said: [\s\S]*hello-from-codex 3/)
+        assert.deepStrictEqual(last.logic_trace.filter((step) => step.kind === "tool_call" || step.kind === "tool_result").map((step) => step.kind), [
+          "tool_call", "tool_result", "tool_call", "tool_result", "tool_call", "tool_result"
+        ])
       }))
 
     it.effect("Codex over its WebSocket transport: the warm-up, then each turn a decision that carries the turns it continues", () =>

@@ -11,17 +11,26 @@ export const FAKE_THINKING_SIGNATURE = "sig_fake_EqQBCgIYAhIM"
 const textOf = (content: any): string =>
   typeof content === "string" ? content : (content ?? []).filter((b: any) => b?.type === "text").map((b: any) => b.text).join("")
 
+const blocksOf = (message: any): Array<any> =>
+  typeof message?.content === "string" ? [{ type: "text", text: message.content }] : message?.content ?? []
+
+/** What the user wrote in a turn: what Claude Code's harness adds to it is not what the user asked. */
+const askedIn = (message: any): string =>
+  blocksOf(message).filter((b) => b.type === "text" && !b.text.trimStart().startsWith("<system-reminder>")).map((b) => b.text).join("")
+
 /** The last turn (Claude Code places `system` turns after the user's; they are context, not the ask). */
 export const readAnthropic = (body: any, length: number): Prompt => {
-  const last = body.messages?.findLast((message: any) => message.role !== "system")
-  const blocks: Array<any> = typeof last?.content === "string" ? [{ type: "text", text: last.content }] : last?.content ?? []
-  const result = blocks.find((b) => b.type === "tool_result")
+  const messages: Array<any> = body.messages ?? []
+  const last = messages.findLast((message) => message.role !== "system")
+  const result = blocksOf(last).find((b) => b.type === "tool_result")
+  const asked = messages.findLastIndex((message) => message.role === "user" && askedIn(message) !== "")
+  const results = messages.slice(asked + 1).flatMap(blocksOf).filter((b) => b.type === "tool_result").length
   return {
-    // what Claude Code's harness adds to a turn is not what the user asked
-    userText: blocks.filter((b) => b.type === "text" && !b.text.trimStart().startsWith("<system-reminder>")).map((b) => b.text).join(""),
+    userText: askedIn(last),
     toolResult: result ? textOf(result.content) || JSON.stringify(result.content) : null,
     toolNames: (body.tools ?? []).map((t: any) => t.name),
-    bodyLength: length
+    bodyLength: length,
+    loop: { ask: asked === -1 ? "" : askedIn(messages[asked]), results }
   }
 }
 

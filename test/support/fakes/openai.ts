@@ -113,12 +113,14 @@ const responsesTools = (tools: Array<any>): Array<{ name: string; custom: boolea
 export const readResponses = (body: any, length: number): Prompt => {
   const input: Array<any> = typeof body.input === "string" ? [{ type: "message", role: "user", content: body.input }] : body.input ?? []
   const last = input.at(-1)
-  const output = last?.type === "function_call_output" || last?.type === "custom_tool_call_output"
+  const isOutput = (item: any) => item?.type === "function_call_output" || item?.type === "custom_tool_call_output"
+  const asked = input.findLastIndex((item) => item?.role === "user")
   return {
     userText: last?.role === "user" ? textOfParts(last.content) : "",
-    toolResult: output ? (typeof last.output === "string" ? last.output : textOfParts(last.output)) : null,
+    toolResult: isOutput(last) ? (typeof last.output === "string" ? last.output : textOfParts(last.output)) : null,
     toolNames: responsesTools(body.tools ?? []).map((tool) => tool.name),
-    bodyLength: length
+    bodyLength: length,
+    loop: { ask: asked === -1 ? "" : textOfParts(input[asked].content), results: input.slice(asked + 1).filter(isOutput).length }
   }
 }
 

@@ -37,6 +37,8 @@ export interface Prompt {
   readonly toolNames: Array<string>
   /** size of the request body, for a deterministic prompt token count */
   readonly bodyLength: number
+  /** in an agent's tool loop: the user's ask that started it, and the tool results since */
+  readonly loop?: { readonly ask: string; readonly results: number }
 }
 
 const MARKER = /\[\[([a-z-]+)(?::([^\]]*))?\]\]/g
@@ -57,7 +59,25 @@ const shellArguments = (name: string, command: string): Record<string, unknown> 
 
 const SHELL_TOOLS = ["exec_command", "shell", "shell_command", "Bash"]
 
+/** `[[runs:N:CMD]]`: the agent runs CMD (numbered) N times in a row before it answers. */
+const RUNS = /\[\[runs:(\d+):([^\]]*)\]\]/
+
 export const script = (prompt: Prompt): Script => {
+  const loop = prompt.loop === undefined ? null : RUNS.exec(prompt.loop.ask)
+  if (loop !== null && prompt.loop!.results < Number(loop[1])) {
+    const shell = prompt.toolNames.find((name) => SHELL_TOOLS.includes(name)) ?? prompt.toolNames[0] ?? "lookup"
+    const round = prompt.loop!.results + 1
+    return {
+      text: "",
+      reasoning: null,
+      toolCalls: [{ id: `call_fake_run_${round}`, name: shell, args: shellArguments(shell, `${loop[2]} ${round}`) }],
+      finish: "tool",
+      errorStatus: null,
+      streamError: false,
+      slowMs: 0,
+      usage: { input: 8 + Math.ceil(prompt.bodyLength / 4), output: 12 }
+    }
+  }
   const markers = new Map<string, string>()
   if (prompt.toolResult === null) {
     for (const match of prompt.userText.matchAll(MARKER)) markers.set(match[1]!, match[2] ?? "")
