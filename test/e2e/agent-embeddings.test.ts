@@ -1,5 +1,5 @@
 /**
- * Embeddings through the gateway with the official `openai` SDK: OpenAI as it is, Gemini and Bedrock (Titan, Cohere)
+ * Embeddings through the gateway with the official `openai` SDK: OpenAI, Azure and named upstreams as they are, Gemini and Bedrock (Titan, Cohere)
  * translated; each call a priced decision that keeps what was embedded and how, never the vectors.
  */
 import { assert, describe, layer } from "@effect/vitest"
@@ -46,6 +46,30 @@ describe("embeddings through the gateway", () => {
         assert.deepStrictEqual(decision.logic_trace.map((step) => step.kind), ["user_turn", "answer"])
         assert.strictEqual(decision.logic_trace[1]!.text, "2 embeddings of 256 dimensions")
         assert.strictEqual(decision.evidence[0]!.kind, "user_content")
+      }))
+
+    it.effect("Azure (the deployment as the model, the key in api-key) and a named upstream pass through the same way", () =>
+      Effect.gen(function*() {
+        const stack = yield* Stack
+        const client = clientFor(stack)
+        for (const [model, provider, path] of [
+          ["azure/my-embedding-deployment", "azure", "/openai/v1/embeddings"],
+          ["compat/nomic-embed-text", "openai_compatible", "/compat/v1/embeddings"]
+        ] as const) {
+          const { data, response } = yield* Effect.promise(() => client.embeddings.create({ model, input: INPUTS, encoding_format: "float" }).withResponse())
+          assert.strictEqual(data.data.length, 2)
+          const sent = stack.fake.requestsOf(provider).at(-1)!
+          assert.strictEqual(sent.path, path)
+          assert.strictEqual(sent.body.model, model.slice(model.indexOf("/") + 1))
+          assert.deepStrictEqual(sent.body.input, INPUTS)
+          if (provider === "azure") assert.strictEqual(sent.headers["api-key"], PROVIDER_KEY)
+
+          const decision = yield* stack.decision(response.headers.get("x-ledger-id")!)
+          assert.strictEqual(decision.api, "embeddings")
+          assert.strictEqual(decision.outcome, "success")
+          assert.strictEqual(decision.model, model.slice(model.indexOf("/") + 1))
+          assert.strictEqual(decision.usage!.prompt_tokens, data.usage.prompt_tokens)
+        }
       }))
 
     it.effect("Gemini (batchEmbedContents) and Bedrock (Titan with its token count, Cohere with the header's) by translation", () =>
