@@ -3,7 +3,7 @@
  * fake providers (nothing leaves the machine), down to the decisions the builder makes of every model call they make.
  */
 import { assert, describe, layer } from "@effect/vitest"
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Schedule } from "effect"
 import type { Decision } from "../../src/domain/decision.ts"
 import { runClaude, runCodex } from "../support/agent-clis.ts"
 import { type RecordingStack, recordingStack } from "../support/recording-stack.ts"
@@ -13,12 +13,16 @@ const PROVIDER_KEY = "sk-provider-agents-0123456789"
 class Stack extends Context.Service<Stack, RecordingStack>()("test/AgentClisStack") {}
 const StackLive = Layer.effect(Stack, recordingStack())
 
-/** The decisions of the calls whose captures are in the stream since `from`, in call order. */
-const decisionsSince = (stack: RecordingStack, from: number) =>
+/**
+ * The decisions of the calls whose captures are in the stream since `from`, in call order, once there are at least
+ * `count` (an agent may exit before the capture of its last call is offered: it comes just after the answer).
+ */
+const decisionsSince = (stack: RecordingStack, from: number, count: number) =>
   Effect.gen(function*() {
-    yield* stack.settled
-    const captures = (yield* stack.captures).slice(from)
-    return yield* Effect.forEach(captures, (capture) => stack.decision(capture.ledger_id))
+    const captures = yield* stack.captures.pipe(
+      Effect.repeat({ until: (all) => all.length >= from + count, times: 250, schedule: Schedule.spaced("20 millis") })
+    )
+    return yield* Effect.forEach(captures.slice(from), (capture) => stack.decision(capture.ledger_id))
   })
 
 const answerOf = (decision: Decision) => decision.logic_trace.filter((step) => step.kind === "answer" || step.kind === "tool_call").at(-1)
@@ -37,7 +41,7 @@ describe("the agents people run, through the gateway", () => {
         assert.strictEqual(second.code, 0, second.stderr)
         assert.match(JSON.parse(second.stdout).result, /Tool said: [\s\S]*hello-from-claude/)
 
-        const decisions = yield* decisionsSince(stack, start)
+        const decisions = yield* decisionsSince(stack, start, 3)
         assert.strictEqual(decisions.length, 3, "one call, then a tool call and the turn reading its result")
         for (const decision of decisions) {
           assert.deepStrictEqual([decision.api, decision.agent_id, decision.provider], ["messages", "claude-code", "anthropic"])
@@ -68,7 +72,7 @@ describe("the agents people run, through the gateway", () => {
         assert.strictEqual(result.code, 0, result.stderr)
         assert.match(result.stdout, /Tool said: [\s\S]*hello-from-codex 3/)
 
-        const decisions = yield* decisionsSince(stack, start)
+        const decisions = yield* decisionsSince(stack, start, 4)
         assert.strictEqual(decisions.length, 4, "three turns asking for a command, and the answer")
         for (const decision of decisions) {
           assert.deepStrictEqual([decision.api, decision.agent_id, decision.provider, decision.model], ["responses", "codex", "anthropic", "claude-sonnet-4-6"])
@@ -110,11 +114,12 @@ describe("the agents people run, through the gateway", () => {
         assert.match(result.stdout, /Tool said: [\s\S]*hello-over-websocket/)
         assert.notInclude(result.stderr, "Falling back from WebSockets", "Codex stayed on the socket")
 
+        const decisions = yield* decisionsSince(stack, start, 2)
+        assert.strictEqual(decisions.length, 2, "the warm-up calls no model: two turns, two decisions")
         const captures = (yield* stack.captures).slice(start)
-        assert.strictEqual(captures.length, 2, "the warm-up calls no model: two turns, two decisions")
         for (const capture of captures) assert.strictEqual(JSON.parse(capture.request).type, "response.create", "each turn captured as sent")
         assert.isDefined(captures[1]!.context, "a turn sends only its new input: the gateway joined the earlier turns")
-        const [asked, read] = yield* decisionsSince(stack, start)
+        const [asked, read] = decisions
         assert.strictEqual(asked!.session_id, read!.session_id)
         assert.deepInclude(asked!.artifacts, { kind: "command", name: "exec_command", language: "shell", content: "echo hello-over-websocket" })
         assert.include(read!.artifacts.find((artifact) => artifact.kind === "command")!.result, "hello-over-websocket")
@@ -136,7 +141,7 @@ describe("the agents people run, through the gateway", () => {
           model: "gpt-5.5"
         })
         assert.strictEqual(result.code, 0, result.stderr)
-        const [decision] = yield* decisionsSince(stack, start)
+        const [decision] = yield* decisionsSince(stack, start, 1)
         assert.deepStrictEqual([decision!.provider, decision!.model, decision!.intent], ["openai", "gpt-5.5", "summarization"])
         assert.strictEqual(decision!.title, "Summarise the ledger in one line")
         const sent = stack.fake.requestsOf("openai").at(-1)!.body

@@ -173,7 +173,7 @@ describe("Messages through the gateway", () => {
         const call = first.content.find((block): block is Anthropic.ToolUseBlock => block.type === "tool_use")!
         assert.strictEqual(call.name, "lookup_invoice")
         assert.deepStrictEqual(call.input, { query: "Find invoice INV-9" })
-        const second = yield* Effect.promise(() =>
+        const { data: second, response } = yield* Effect.promise(() =>
           client.messages.create({
             model: "gemini/gemini-2.5-flash",
             max_tokens: 500,
@@ -182,13 +182,13 @@ describe("Messages through the gateway", () => {
               role: "user",
               content: [{ type: "tool_result", tool_use_id: call.id, content: "INV-9 is due on May 3" }]
             }]
-          })
+          }).withResponse()
         )
         assert.strictEqual((second.content[0] as Anthropic.TextBlock).text, 'Tool said: {"result":"INV-9 is due on May 3"}')
         const sent = stack.fake.requestsOf("gemini").at(-1)!.body
         assert.deepStrictEqual(sent.contents.at(-1).parts[0].functionResponse, { name: "lookup_invoice", response: { result: "INV-9 is due on May 3" } })
 
-        const decision = yield* stack.decision(yield* stack.ledgerIdOf("INV-9 is due on May 3"))
+        const decision = yield* stack.decision(response.headers.get("x-ledger-id")!)
         assert.strictEqual(decision.api, "messages")
         assert.deepStrictEqual(decision.logic_trace.map((step) => step.kind), ["user_turn", "tool_call", "tool_result", "answer"])
         assert.strictEqual(decision.evidence.find((item) => item.kind === "tool_result")?.source, "lookup_invoice")

@@ -89,8 +89,7 @@ describe("the Responses WebSocket mode", () => {
           assert.deepStrictEqual(turns.slice(-3), ["My order is ORD-5.", "Fake answer to: My order is ORD-5.", "Which order?"], "the provider got the whole conversation")
           assert.notProperty(sent, "previous_response_id")
 
-          yield* stack.settled
-          const capture = (yield* stack.captures).findLast((found) => found.request.includes("Which order?"))!
+          const capture = yield* stack.captureWhere((found) => found.request.includes("Which order?") && model.endsWith(found.model))
           assert.strictEqual(capture.request.includes('"type":"response.create"'), true, "the turn as the client sent it")
           assert.include(capture.context ?? "", "My order is ORD-5.", "with the turns it continues")
           const decision = yield* stack.decision(capture.ledger_id)

@@ -112,7 +112,7 @@ describe("the Responses API through the gateway", () => {
           assert.isAbove(first.usage!.input_tokens, 0)
 
           // the next turn carries the call's output; non-streamed this time
-          const second = yield* Effect.promise(() =>
+          const { data: second, response } = yield* Effect.promise(() =>
             client.responses.create({
               model: `${prefix}/${model}`,
               tools: TOOLS,
@@ -121,10 +121,10 @@ describe("the Responses API through the gateway", () => {
                 ...first.output as Array<ResponseInputItem>,
                 { type: "function_call_output", call_id: call.call_id, output: "INV-3 is paid" }
               ]
-            })
+            }).withResponse()
           )
           assert.match(second.output_text, /^Tool said: .*INV-3 is paid/)
-          const decision = yield* stack.decision(yield* stack.ledgerIdOf("INV-3 is paid"))
+          const decision = yield* stack.decision(response.headers.get("x-ledger-id")!)
           assert.deepStrictEqual([decision.api, decision.provider], ["responses", prefix])
           assert.deepStrictEqual(decision.logic_trace.map((step) => step.kind), ["user_turn", "tool_call", "tool_result", "answer"])
           assert.isAbove(decision.cost_usd ?? 0, 0)

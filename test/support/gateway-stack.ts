@@ -74,6 +74,11 @@ export interface GatewayStack<A = never> {
   readonly captures: Effect.Effect<ReadonlyArray<Capture>>
   /** The capture with this ledger id, waiting up to `timeoutMs` for it to arrive. */
   capture(ledgerId: string, timeoutMs?: number): Effect.Effect<Capture>
+  /**
+   * The newest capture that `matches`, waiting up to `timeoutMs` for one: a capture is offered just after the caller
+   * has its answer, so it may not be there yet when the caller is done.
+   */
+  captureWhere(matches: (capture: Capture) => boolean, timeoutMs?: number): Effect.Effect<Capture>
 }
 
 const readRedisStream = (url: string, key: string) =>
@@ -145,17 +150,18 @@ export const gatewayStack = <A = never, E = never>(
         (entries) => decodeAll(entries.map((entry) => entry.payload))
       )
     const seen = new Map<string, Capture>()
-    const capture = (ledgerId: string, timeoutMs = 5_000) =>
+    const captureWhere = (matches: (capture: Capture) => boolean, timeoutMs = 5_000) =>
       Effect.gen(function*() {
         const deadline = Date.now() + timeoutMs
         while (true) {
           for (const found of yield* captures) seen.set(found.ledger_id, found)
-          const found = seen.get(ledgerId)
+          const found = [...seen.values()].findLast(matches)
           if (found !== undefined) return found
-          if (Date.now() > deadline) return yield* Effect.die(new Error(`no capture ${ledgerId} within ${timeoutMs} ms`))
+          if (Date.now() > deadline) return yield* Effect.die(new Error(`no capture as asked within ${timeoutMs} ms`))
           yield* Effect.sleep(20)
         }
       })
+    const capture = (ledgerId: string, timeoutMs?: number) => captureWhere((found) => found.ledger_id === ledgerId, timeoutMs)
 
     return {
       gatewayUrl,
@@ -168,6 +174,7 @@ export const gatewayStack = <A = never, E = never>(
       context,
       settled: publisher.settled,
       captures,
-      capture
+      capture,
+      captureWhere
     } satisfies GatewayStack<A>
   })

@@ -40,10 +40,6 @@ export const recordingStack = (
         Effect.orDie
       )
     const ledgerIdOf = (text: string) =>
-      Effect.gen(function*() {
-        yield* stack.settled
-        const found = (yield* stack.captures).findLast((capture) => capture.request.includes(text))
-        return found === undefined ? yield* Effect.die(new Error(`no capture of a request with ${JSON.stringify(text)}`)) : found.ledger_id
-      })
+      stack.captureWhere((capture) => capture.request.includes(text)).pipe(Effect.map((capture) => capture.ledger_id))
     return { ...stack, reader, query, rebuilder: Context.get(stack.context, Rebuilder), decision, ledgerIdOf }
   })
