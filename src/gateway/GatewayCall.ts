@@ -39,6 +39,9 @@ const httpCaller = (res: Http.ServerResponse): Caller => ({
   send: (status, text, headers) => sendText(res, status, text, headers)
 })
 
+/** How long the rest of an over-limit body is read (and dropped) after the 413 before the connection is cut. */
+const DISCARD_MS = 30_000
+
 class GatewayCall {
   private readonly deps: CallDependencies
   private readonly surface: Surface
@@ -69,8 +72,6 @@ class GatewayCall {
   start(): void {
     const { req, res } = this
     const limit = this.deps.settings.gatewayMaxBodyBytes
-    const declared = req.headers["content-length"]
-    if (declared !== undefined && Number(declared) > limit) return this.tooLarge()
     // before the call went out there is nothing to stop or record
     res.on("close", () => {
       if (!res.writableFinished) this.exchange?.callerGone()
@@ -88,6 +89,8 @@ class GatewayCall {
       this.bodyChunks = []
       this.proceed()
     })
+    const declared = req.headers["content-length"]
+    if (declared !== undefined && Number(declared) > limit) return this.tooLarge()
     this.deps.auth(
       req,
       this.surface.apiKeyHeader,
@@ -135,20 +138,27 @@ class GatewayCall {
     this.exchange.start()
   }
 
+  /**
+   * Answers 413 at once, then reads the rest of the body and drops it: a client still sending would otherwise meet
+   * a reset connection and never read the answer (the openai SDK reports a connection error, and retries). A
+   * client that sends for longer than DISCARD_MS more is cut.
+   */
   private tooLarge(): void {
     const limit = this.deps.settings.gatewayMaxBodyBytes
-    this.refuse(gatewayError(413, `the request body is larger than ${limit} bytes`, "request_too_large"), true)
+    this.refuse(gatewayError(413, `the request body is larger than ${limit} bytes`, "request_too_large"))
+    const { req } = this
+    if (req.complete) return
+    const cut = setTimeout(() => req.destroy(), DISCARD_MS)
+    req.once("end", () => clearTimeout(cut))
+    req.once("close", () => clearTimeout(cut))
   }
 
   /** Answers a request refused before it reached a provider (not captured). */
-  private refuse(error: ProviderError, close = false): void {
+  private refuse(error: ProviderError): void {
     if (this.settled) return
     this.settled = true
     this.bodyChunks = []
-    const headers: Http.OutgoingHttpHeaders = { "x-ledger-id": this.ledgerId }
-    // an oversized body is not read to its end: close the connection rather than drain it
-    if (close) headers.connection = "close"
-    sendText(this.res, error.status, this.surface.errorText(error), headers)
+    sendText(this.res, error.status, this.surface.errorText(error), { "x-ledger-id": this.ledgerId })
   }
 }
 

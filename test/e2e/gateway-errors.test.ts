@@ -14,6 +14,7 @@ import { MAX_ID_LENGTH } from "../../src/gateway/attribution.ts"
 import { COMPAT_UPSTREAM, type GatewayStack, gatewayStack } from "../support/gateway-stack.ts"
 import { testDatabase } from "../support/db.ts"
 import { pgProxy } from "../support/pg-proxy.ts"
+import { tcpProxyTo } from "../support/tcp-proxy.ts"
 
 const PROVIDER_KEY = "sk-provider-errors"
 const MAX_BODY = 64 * 1024
@@ -256,6 +257,33 @@ describe("gateway errors", () => {
         const fits = yield* post(stack, chat("openai/gpt-4o", "x".repeat(MAX_BODY - 200)))
         assert.strictEqual(fits.status, 200)
         yield* assertNotCaptured(stack, [declared, chunked])
+      }))
+
+    it.effect("413 readable by the openai SDK while it is still sending a body far over the limit; the connection serves the next call", () =>
+      Effect.gen(function*() {
+        const stack = yield* Stack
+        // through a TCP hop, as across a network: a connection reset reaches the client before what it has not read
+        const hop = yield* tcpProxyTo(stack.gatewayUrl, 80)
+        const client = new OpenAI({
+          baseURL: `${hop.url.replace(/\/$/, "")}/v1`,
+          apiKey: stack.gatewayKey,
+          defaultQuery: { agent_id: "agent-errors" },
+          defaultHeaders: { "x-service-provider-api-key": PROVIDER_KEY },
+          maxRetries: 0
+        })
+        for (const size of [MAX_BODY * 4, 32 * 1024 * 1024]) {
+          const error = yield* Effect.promise(() =>
+            client.chat.completions.create({ model: "openai/gpt-4o", messages: [{ role: "user", content: "x".repeat(size) }] }).then(
+              () => null,
+              (error: unknown) => error
+            )
+          )
+          assert.instanceOf(error, OpenAI.APIError, String(error))
+          assert.strictEqual((error as InstanceType<typeof OpenAI.APIError>).status, 413)
+          assert.strictEqual((error as InstanceType<typeof OpenAI.APIError>).code, "request_too_large")
+        }
+        const after = yield* Effect.promise(() => client.chat.completions.create({ model: "openai/gpt-4o", messages: [{ role: "user", content: "hello" }] }))
+        assert.strictEqual(after.choices[0]!.message.content, "Fake answer to: hello")
       }))
 
     for (const [prefix, model] of [
