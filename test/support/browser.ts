@@ -1,5 +1,7 @@
 /**
- * Headless Chromium for browser tests (the Debian `chromium` package; CHROMIUM_PATH overrides the path), with
+ * Headless Chromium for browser tests — CHROMIUM_PATH when set, else the system's `/usr/bin/chromium` when there is
+ * one, else the Chromium that ships inside the npm package `@sparticuz/chromium` (a test-only tool in test/tools,
+ * unpacked to the temp directory on first use), so `npm install && npm test` needs no system browser — with
  * helpers every suite needs: a page whose requests are all recorded and, unless allowed, aborted — so a test can
  * assert that nothing leaves the page — and screenshots under test/artifacts/.
  *
@@ -14,9 +16,9 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { type Browser, type BrowserContextOptions, chromium, type Page } from "playwright-core"
 
-export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium"
+const SYSTEM_CHROMIUM = "/usr/bin/chromium"
 
-export const CHROMIUM_ARGS = [
+const CHROMIUM_ARGS = [
   "--headless",
   "--no-sandbox",
   "--disable-gpu",
@@ -28,9 +30,25 @@ export const CHROMIUM_ARGS = [
 
 export const ARTIFACTS_DIR = Path.resolve("test/artifacts")
 
+/** The browser to launch: its executable and the arguments it needs. */
+const chromiumToLaunch = async (): Promise<{ readonly executablePath: string; readonly args: ReadonlyArray<string> }> => {
+  const configured = process.env.CHROMIUM_PATH ?? (Fs.existsSync(SYSTEM_CHROMIUM) ? SYSTEM_CHROMIUM : undefined)
+  if (configured !== undefined) return { executablePath: configured, args: CHROMIUM_ARGS }
+  // installed by the test command's global setup (test/support/global-setup.ts), not a dependency of the service
+  const packaged: { default: { executablePath(): Promise<string>; readonly args: Array<string> } } = await import(
+    Path.resolve(import.meta.dirname, "../tools/node_modules/@sparticuz/chromium/build/index.js")
+  )
+  // not the package's own arguments: they are for AWS Lambda (`--single-process` makes closing a browser context
+  // close the browser; `--disable-web-security` would hide what the pages' tests check)
+  return { executablePath: await packaged.default.executablePath(), args: CHROMIUM_ARGS }
+}
+
 /** One browser for the scope. */
 export const launchBrowser: Effect.Effect<Browser, never, Scope.Scope> = Effect.acquireRelease(
-  Effect.promise(() => chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS })),
+  Effect.promise(async () => {
+    const { executablePath, args } = await chromiumToLaunch()
+    return chromium.launch({ executablePath, args: [...args] })
+  }),
   (browser) => Effect.promise(() => browser.close())
 )
 
