@@ -6,7 +6,7 @@
 import { Schema } from "effect"
 import { DecisionSummary, Outcome } from "../domain/decision.ts"
 import { DecisionFilters } from "../query/LedgerQuery.ts"
-import { AgentId, IsoDateTime, LedgerUuid, PageCursor, PageLimit } from "../query/params.ts"
+import { AgentId, IsoDateTime, LedgerUuid, PageCursor, PageLimit, withoutNul } from "../query/params.ts"
 
 const describe = <S extends Schema.Top>(schema: S, description: string) => schema.annotate({ description }) as S
 
@@ -91,12 +91,12 @@ export const GraphParams = Schema.Struct({
   session_id: Schema.optional(describe(LedgerUuid, "Start at this session.")),
   ledger_id: Schema.optional(describe(LedgerUuid, "Start at this decision.")),
   subject: Schema.optional(describe(
-    Schema.String.check(Schema.isMinLength(3), Schema.isMaxLength(2048)),
+    Schema.String.check(Schema.isMinLength(3), Schema.isMaxLength(2048), withoutNul),
     "Start at this subject, `kind:key`: ticket:PAY-231, issue:org/repo#12, file:src/pay/retry.ts, service:payment-service, " +
       "table:…, function:…, topic:…, tool:…, url:…"
   )),
   source: Schema.optional(describe(
-    Schema.String.check(Schema.isMinLength(3), Schema.isMaxLength(2048)),
+    Schema.String.check(Schema.isMinLength(3), Schema.isMaxLength(2048), withoutNul),
     "Start at this evidence source, `kind:identity`: url:https://…, file:path, tool:name, document:<hash>, image:…"
   )),
   edge_types: Schema.optional(EdgeTypes),
@@ -146,7 +146,7 @@ export const MAX_SIMILAR = 50
 
 export const SimilarParams = Schema.Struct({
   text: Schema.optional(describe(
-    Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(8000)),
+    Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(8000), withoutNul),
     "Free text to find decisions about (give this or `ledger_id`)."
   )),
   ledger_id: Schema.optional(describe(LedgerUuid, "Find decisions similar to this one (give this or `text`).")),

@@ -8,12 +8,9 @@
  * Codex's `x-codex-turn-metadata`), and without an agent id they are the agent `claude-code` or `codex`.
  */
 import type { IncomingHttpHeaders } from "node:http"
+import { CONTROL_CHARACTERS, MAX_ID_LENGTH } from "../domain/identifiers.ts"
 import { gatewayError } from "./GatewayServer.ts"
 import type { ProviderError } from "./providers/index.ts"
-
-/** Longest `agent_id`, `agent_name` or `execution_id` accepted. */
-export const MAX_ID_LENGTH = 256
-const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f]/
 
 export interface Attribution {
   readonly agentId: string

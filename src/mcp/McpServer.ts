@@ -35,6 +35,34 @@ const LOG_SEVERITY: ReadonlyArray<LoggingLevel> = ["debug", "info", "notice", "w
 const DEFAULT_LOG_LEVEL: LoggingLevel = "info"
 const LOG_LEVELS_MAX = 10_000
 
+/**
+ * The SDK parses a request against its handler's schema before the handler runs and answers a mismatch with -32603
+ * Internal error (modelcontextprotocol/typescript-sdk#2284). A malformed request is the caller's mistake: handlers
+ * are registered behind `dispatchOn(schema)`, which checks only the method, and `checked` answers the rest with
+ * -32602 Invalid params, saying what is wrong.
+ */
+const dispatchOn = <S extends RequestSchema>(schema: S) => schema.pick({ method: true }).loose()
+
+type RequestSchema =
+  | typeof CallToolRequestSchema
+  | typeof SetLevelRequestSchema
+  | typeof ListToolsRequestSchema
+  | typeof ListResourcesRequestSchema
+  | typeof ReadResourceRequestSchema
+
+const checked = <T, E, R>(
+  schema: { safeParse(value: unknown): { success: true; data: T } | { success: false; error: { issues: ReadonlyArray<{ path: ReadonlyArray<PropertyKey>; message: string }> } } },
+  handler: (request: T, extra: E) => R
+) =>
+(request: unknown, extra: E): R => {
+  const parsed = schema.safeParse(request)
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((issue) => `${issue.path.map(String).join(".") || "request"}: ${issue.message}`)
+    throw new McpError(ErrorCode.InvalidParams, `Invalid request: ${problems.join("; ")}`)
+  }
+  return handler(parsed.data, extra)
+}
+
 export class McpServer extends Context.Service<McpServer, {
   /** Answers one streamable-HTTP request of an authenticated caller. */
   handle(principal: Principal, request: Request): Effect.Effect<Response>
@@ -60,14 +88,14 @@ export class McpServer extends Context.Service<McpServer, {
         })
         const levelOf = () => logLevels.get(principal.token_id) ?? DEFAULT_LOG_LEVEL
 
-        server.setRequestHandler(SetLevelRequestSchema, (request) => {
+        server.setRequestHandler(dispatchOn(SetLevelRequestSchema), checked(SetLevelRequestSchema, (request) => {
           logLevels.delete(principal.token_id)
           if (logLevels.size >= LOG_LEVELS_MAX) logLevels.delete(logLevels.keys().next().value!)
           logLevels.set(principal.token_id, request.params.level)
           return {}
-        })
-        server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: definitions }))
-        server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+        }))
+        server.setRequestHandler(dispatchOn(ListToolsRequestSchema), checked(ListToolsRequestSchema, () => ({ tools: definitions })))
+        server.setRequestHandler(dispatchOn(CallToolRequestSchema), checked(CallToolRequestSchema, async (request, extra) => {
           const tool = byName.get(request.params.name)
           if (tool === undefined) {
             throw new McpError(ErrorCode.InvalidParams, `Unknown tool ${request.params.name}; call tools/list for the tool names`)
@@ -98,8 +126,8 @@ export class McpServer extends Context.Service<McpServer, {
             })
           }
           return outcome.result
-        })
-        server.setRequestHandler(ListResourcesRequestSchema, () => ({
+        }))
+        server.setRequestHandler(dispatchOn(ListResourcesRequestSchema), checked(ListResourcesRequestSchema, () => ({
           resources: uiResources.map(({ uri, name, title, description, mimeType, meta }) => ({
             uri,
             name,
@@ -108,14 +136,14 @@ export class McpServer extends Context.Service<McpServer, {
             mimeType,
             _meta: meta
           }))
-        }))
-        server.setRequestHandler(ReadResourceRequestSchema, (request) => {
+        })))
+        server.setRequestHandler(dispatchOn(ReadResourceRequestSchema), checked(ReadResourceRequestSchema, (request) => {
           const resource = uiResources.find((r) => r.uri === request.params.uri)
           if (resource === undefined) {
             throw new McpError(ErrorCode.InvalidParams, `Unknown resource ${request.params.uri}; call resources/list`)
           }
           return { contents: [{ uri: resource.uri, mimeType: resource.mimeType, text: resource.text, _meta: resource.meta }] }
-        })
+        }))
         return server
       }
 

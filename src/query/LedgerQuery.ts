@@ -9,7 +9,7 @@ import type { BadRequest, DatabaseUnavailable, NotFound } from "../domain/errors
 import { Agent, Page, Session, SessionDetail } from "../domain/ledger.ts"
 import type { Principal } from "../domain/principal.ts"
 import { CursorSecret } from "./cursor.ts"
-import { AgentId, AgentOrder, DecisionOrder, IsoDateTime, LedgerUuid, SessionOrder, UnitScore, UsdAmount } from "./params.ts"
+import { AgentId, AgentOrder, DecisionOrder, IsoDateTime, LedgerUuid, ModelName, SessionOrder, UnitScore, UsdAmount } from "./params.ts"
 import { makeLedgerQuery } from "./ReadModel.ts"
 
 export const AgentPage = Page(Agent)
@@ -53,7 +53,7 @@ export const DecisionFilters = Schema.Struct({
   max_quality: Schema.optional(UnitScore.annotate({ description: "Only decisions with quality ≤ this value (0–1)." })),
   agent_id: Schema.optional(AgentId.annotate({ description: "Only decisions of this agent." })),
   session_id: Schema.optional(LedgerUuid.annotate({ description: "Only decisions of this session." })),
-  model: Schema.optional(Schema.String.annotate({ description: "Only decisions of this model (without the provider prefix, e.g. `gpt-4o`)." }))
+  model: Schema.optional(ModelName.annotate({ description: "Only decisions of this model (without the provider prefix, e.g. `gpt-4o`)." }))
 })
 export type DecisionFilters = typeof DecisionFilters.Type
 
