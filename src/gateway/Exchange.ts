@@ -25,7 +25,7 @@ import { gatewayError } from "./GatewayServer.ts"
 import type { ProviderError, StreamTranslator, UpstreamHeaders } from "./providers/index.ts"
 import { UnsupportedRequest } from "./providers/index.ts"
 import type { ProviderRoutes } from "./routing.ts"
-import type { CallPlan, Surface } from "./surfaces/surface.ts"
+import { type CallPlan, type Surface, unreadable } from "./surfaces/surface.ts"
 import { connectTimeoutMs, type Upstreams } from "./Upstreams.ts"
 
 export interface CallDependencies {
@@ -131,7 +131,7 @@ export class Exchange implements Dispatcher.DispatchHandler {
       this.answered = true
       const error = cause instanceof UnsupportedRequest
         ? { status: cause.status, body: cause.body }
-        : gatewayError(400, `the request could not be translated for ${plan.route.name} (is it in ${this.surface.shape}?): ${(cause as Error).message}`, "invalid_request")
+        : unreadable(this.surface.shape, cause, plan.route.name)
       return this.caller.send(error.status, this.surface.errorText(error), { "x-ledger-id": this.ledgerId })
     }
     this.upstreamStart = performance.now()

@@ -10,7 +10,7 @@ import { attribution, isError } from "./attribution.ts"
 import { type CallDependencies, type Caller, Exchange } from "./Exchange.ts"
 import { gatewayError } from "./GatewayServer.ts"
 import type { ProviderError } from "./providers/index.ts"
-import type { Surface } from "./surfaces/surface.ts"
+import { type Surface, unreadable } from "./surfaces/surface.ts"
 import { uuidv7 } from "./uuidv7.ts"
 
 export type { CallDependencies } from "./Exchange.ts"
@@ -117,13 +117,18 @@ class GatewayCall {
       return this.refuse(gatewayError(400, `the request body is not valid JSON: ${(cause as Error).message}`, "invalid_json"))
     }
     const apiKey = this.req.headers["x-service-provider-api-key"]
-    const plan = this.surface.plan(body, {
-      providers: this.deps.providers,
-      req: this.req,
-      bodyText: this.bodyText,
-      apiKey: typeof apiKey === "string" && apiKey !== "" ? apiKey : undefined,
-      ledgerId: this.ledgerId
-    })
+    let plan
+    try {
+      plan = this.surface.plan(body, {
+        providers: this.deps.providers,
+        req: this.req,
+        bodyText: this.bodyText,
+        apiKey: typeof apiKey === "string" && apiKey !== "" ? apiKey : undefined,
+        ledgerId: this.ledgerId
+      })
+    } catch (cause) {
+      return this.refuse(unreadable(this.surface.shape, cause))
+    }
     if (isError(plan)) return this.refuse(plan)
     this.settled = true
     this.exchange = new Exchange(this.deps, this.surface, httpCaller(this.res), {

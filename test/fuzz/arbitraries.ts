@@ -10,6 +10,16 @@ import * as Http from "node:http"
 /** Runs per property: enough to meet the odd cases (each run is one or two HTTP calls). */
 export const RUNS = Number(process.env.FUZZ_RUNS ?? 150)
 
+/**
+ * fast-check's options for properties over HTTP: no shrinking after a failure (each rerun can wait for a timeout;
+ * the failure's message already shows the input), and `FUZZ_SEED` to replay a run.
+ */
+export const checkOptions = (numRuns = RUNS): fc.Parameters<unknown> => ({
+  numRuns,
+  endOnFailure: true,
+  ...(process.env.FUZZ_SEED === undefined ? {} : { seed: Number(process.env.FUZZ_SEED) })
+})
+
 const percentEncoded = (bytes: Uint8Array) => Array.from(bytes, (byte) => `%${byte.toString(16).padStart(2, "0")}`).join("")
 
 /** Escapes that do not decode: a lone `%`, non-hex digits, truncated or overlong UTF-8. */
@@ -95,7 +105,10 @@ export interface RawAnswer {
   readonly text: string
 }
 
-/** One HTTP request with the path sent byte for byte as given. */
+/** How long a fuzzed request may take: a hang is a finding too. */
+const ANSWER_TIMEOUT_MS = 10_000
+
+/** One HTTP request with the path sent byte for byte as given; fails when no whole answer comes within 10 s. */
 export const rawRequest = (
   baseUrl: string,
   options: { readonly method?: string; readonly path: string; readonly headers?: Http.OutgoingHttpHeaders; readonly body?: string | Buffer }
@@ -116,6 +129,10 @@ export const rawRequest = (
       res.on("error", reject)
     })
     req.on("error", reject)
+    req.setTimeout(ANSWER_TIMEOUT_MS, () => {
+      req.destroy()
+      reject(new Error(`no answer within ${ANSWER_TIMEOUT_MS} ms`))
+    })
     req.end(options.body)
   })
 

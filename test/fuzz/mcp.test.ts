@@ -12,7 +12,7 @@ import fc from "fast-check"
 import { ApiStack, type ApiStackInfo } from "../support/api-stack.ts"
 import { type Member, seedTwoTenantLedger } from "../support/ledger-fixture.ts"
 import { callTool, mcpClient, textOf } from "../support/mcp-client.ts"
-import { anyJson, rawRequest, RUNS } from "./arbitraries.ts"
+import { anyJson, checkOptions, rawRequest, RUNS } from "./arbitraries.ts"
 
 class Fixture extends Context.Service<Fixture, {
   readonly stack: ApiStackInfo
@@ -101,7 +101,7 @@ describe("fuzzing the MCP tools", () => {
         for (const tool of tools as Array<Tool>) {
           const args = fc.oneof({ weight: 5, arbitrary: argumentsFor(tool.inputSchema, known) }, { weight: 1, arbitrary: anyJson })
           yield* Effect.promise(() =>
-            fc.assert(fc.asyncProperty(args, (value) => checkCall(client, tool.name, value)), { numRuns: Math.ceil(RUNS / 2) })
+            fc.assert(fc.asyncProperty(args, (value) => checkCall(client, tool.name, value)), checkOptions(Math.ceil(RUNS / 2)))
           )
         }
         // unknown tools and malformed calls are protocol refusals, and the session goes on
@@ -134,7 +134,7 @@ describe("fuzzing the MCP tools", () => {
               assert.isBelow(answer.status, 500, `${text.slice(0, 200)} → ${answer.status} ${answer.text.slice(0, 300)}`)
               assert.notMatch(answer.text, /"code":\s*-32603/, `${text.slice(0, 200)} → ${answer.text.slice(0, 300)}`)
             }),
-            { numRuns: RUNS }
+            checkOptions()
           )
         )
       }))

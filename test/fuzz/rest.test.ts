@@ -8,7 +8,7 @@ import { Context, Effect, Layer } from "effect"
 import fc from "fast-check"
 import { ApiStack, type ApiStackInfo } from "../support/api-stack.ts"
 import { type Member, seedTwoTenantLedger } from "../support/ledger-fixture.ts"
-import { anyComponent, anyHeaderValue, anyQuery, jsonOf, nearly, type RawAnswer, rawRequest, RUNS } from "./arbitraries.ts"
+import { anyComponent, anyHeaderValue, anyQuery, jsonOf, nearly, type RawAnswer, checkOptions, rawRequest } from "./arbitraries.ts"
 
 class Fixture extends Context.Service<Fixture, {
   readonly stack: ApiStackInfo
@@ -51,7 +51,7 @@ const assertClientAnswer = (path: string, answer: RawAnswer) => {
 }
 
 const fuzz = <A>(arbitrary: fc.Arbitrary<A>, check: (value: A) => Promise<void>) =>
-  Effect.promise(() => fc.assert(fc.asyncProperty(arbitrary, check), { numRuns: RUNS }))
+  Effect.promise(() => fc.assert(fc.asyncProperty(arbitrary, check), checkOptions()))
 
 describe("fuzzing the REST API", () => {
   layer(FixtureLive, { timeout: 120_000, excludeTestServices: true })((it) => {

@@ -263,11 +263,17 @@ export const startFakeProviders = async (options: FakeProviderOptions = {}): Pro
     if (!target) return json(out, 404, { error: { message: `no fake provider at ${req.method} ${path}` } })
     if (record) requests.push({ provider: target.provider, method: req.method!, path, headers: req.headers, body })
     if (!hasKey(target.provider, req.headers)) return sendError(out, target.provider, 401)
-    if (target.operation === "count" || target.operation === "embeddings") return answerOther(out, target, body, text.length)
-    const s = script(prompt(target, body, text.length))
-    if (s.slowMs > 0) await sleep(s.slowMs)
-    if (s.errorStatus !== null) return sendError(out, target.provider, s.errorStatus)
-    return answer(out, target, body, ++responses, text.length)
+    try {
+      if (target.operation === "count" || target.operation === "embeddings") return answerOther(out, target, body, text.length)
+      const s = script(prompt(target, body, text.length))
+      if (s.slowMs > 0) await sleep(s.slowMs)
+      if (s.errorStatus !== null) return sendError(out, target.provider, s.errorStatus)
+      return await answer(out, target, body, ++responses, text.length)
+    } catch (cause) {
+      // the real providers check what they are sent: a request the fake cannot read gets their 400
+      if (!res.headersSent) return sendError(out, target.provider, 400)
+      throw cause
+    }
   }
 
   const server = createServer((req, res) => {

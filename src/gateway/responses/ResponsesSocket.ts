@@ -21,7 +21,7 @@ import { type CallDependencies, type Caller, Exchange } from "../Exchange.ts"
 import { gatewayError } from "../GatewayServer.ts"
 import type { CallContext, ProviderError } from "../providers/index.ts"
 import { responsesPlan } from "../surfaces/responses.ts"
-import { type CallPlan, isObject, routeModel, type Surface } from "../surfaces/surface.ts"
+import { type CallPlan, isObject, routeModel, type Surface, unreadable } from "../surfaces/surface.ts"
 import { uuidv7 } from "../uuidv7.ts"
 import { inputItems, type ResponseItem, type ResponsesRequest } from "./request.ts"
 import type { ResponseChains } from "./ResponseChains.ts"
@@ -109,6 +109,17 @@ class ResponsesConnection {
   }
 
   private start(frame: string): void {
+    try {
+      this.startTurn(frame)
+    } catch (cause) {
+      // a message whose shape the code did not expect: refused like any bad request, the socket goes on
+      this.turn = undefined
+      this.send(errorFrame(400, unreadable(this.surface.shape, cause).body.error))
+      this.next()
+    }
+  }
+
+  private startTurn(frame: string): void {
     let message: unknown
     try {
       message = JSON.parse(frame)

@@ -37,8 +37,10 @@ const validate = (request: Record<string, unknown>): ProviderError | undefined =
   if (previous !== undefined && previous !== null && (typeof previous !== "string" || previous === "")) {
     return gatewayError(400, "previous_response_id must be a response id", "invalid_parameter", "previous_response_id")
   }
-  if (request.tools !== undefined && !Array.isArray(request.tools)) {
-    return gatewayError(400, "tools must be an array", "invalid_parameter", "tools")
+  if (request.tools !== undefined && request.tools !== null) {
+    if (!Array.isArray(request.tools)) return gatewayError(400, "tools must be an array", "invalid_parameter", "tools")
+    const bad = request.tools.findIndex((tool) => !isObject(tool))
+    if (bad !== -1) return gatewayError(400, `tools[${bad}] must be an object (a tool)`, "invalid_parameter", `tools[${bad}]`)
   }
   return undefined
 }

@@ -52,6 +52,17 @@ export const openAIErrorText = (error: ProviderError): string => JSON.stringify(
 /** The error for a body that is not a JSON object. */
 export const notAnObject = () => gatewayError(400, "the request body must be a JSON object", "invalid_body")
 
+/**
+ * The 400 for a request that could not be read or translated (for `provider`): a shape the code did not expect is
+ * the caller's to fix — never a 5xx, and never an exception loose in the gateway.
+ */
+export const unreadable = (shape: string, cause: unknown, provider?: string): ProviderError =>
+  gatewayError(
+    400,
+    `the request could not be ${provider === undefined ? "read" : `translated for ${provider}`} (is it in ${shape}?): ${cause instanceof Error ? cause.message : String(cause)}`,
+    "invalid_request"
+  )
+
 export const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value)
 
