@@ -3,6 +3,8 @@
  *
  * Results (accepted and refused) are cached for `CACHE_TTL_MS` so the gateway's hot path authenticates with a
  * map lookup; the TTL bounds how long a revoked or expired token keeps working (CONTRACT: within 5 seconds).
+ * Beyond the cache, the last principal the store accepted for each token is remembered with its time: the gateway
+ * keeps serving it while the store does not answer (`gatewayAuthStaleMs`, DESIGN §3.6). A refusal forgets it.
  */
 import { Clock, Context, Effect, Layer } from "effect"
 import { LedgerConfig } from "../config/LedgerConfig.ts"
@@ -34,18 +36,35 @@ export class Authenticator extends Context.Service<Authenticator, {
   authenticate(token: string | undefined, kind: BearerKind): Effect.Effect<Principal, Unauthorized | DatabaseUnavailable>
   /** Synchronous cache probe for the hot path: a cached verdict, or undefined when the store must be asked. */
   cached(token: string, kind: BearerKind, now: number): Principal | Unauthorized | undefined
+  /**
+   * The principal the store last accepted for the token, if it did so within the stale bound: what may be served
+   * while the store is asked again (or does not answer). Undefined for tokens never accepted, or refused since.
+   */
+  lastAccepted(token: string, kind: BearerKind, now: number): Principal | undefined
 }>()("ledger/api/Authenticator") {
   static readonly layer = Layer.effect(
     Authenticator,
     Effect.gen(function*() {
       const credentials = yield* Credentials
       // OAuth access tokens are bound to this server's MCP endpoint (RFC 8707 resource = audience)
-      const oauthAudience = `${(yield* LedgerConfig).publicUrl}/mcp`
+      const config = yield* LedgerConfig
+      const oauthAudience = `${config.publicUrl}/mcp`
       const cache = new Map<string, CacheEntry>()
+      const accepted = new Map<string, { readonly principal: Principal; readonly at: number }>()
 
       const remember = (token: string, verdict: Verdict, now: number) => {
         if (cache.size >= CACHE_MAX_ENTRIES) cache.delete(cache.keys().next().value!)
         cache.set(token, { verdict, until: now + CACHE_TTL_MS })
+        // insertion order is recency order: the least recently confirmed token is forgotten first
+        accepted.delete(token)
+        if (verdict instanceof Unauthorized) return
+        if (accepted.size >= CACHE_MAX_ENTRIES) accepted.delete(accepted.keys().next().value!)
+        accepted.set(token, { principal: verdict, at: now })
+      }
+
+      const lastAccepted = (token: string, kind: BearerKind, now: number) => {
+        const entry = accepted.get(token)
+        return entry !== undefined && entry.principal.kind === kind && now - entry.at <= config.gatewayAuthStaleMs ? entry.principal : undefined
       }
 
       const checkKind = (verdict: Verdict, kind: BearerKind): Verdict =>
@@ -98,7 +117,7 @@ export class Authenticator extends Context.Service<Authenticator, {
         return verdict
       })
 
-      return Authenticator.of({ authenticate, cached })
+      return Authenticator.of({ authenticate, cached, lastAccepted })
     })
   )
 }

@@ -46,6 +46,11 @@ export interface LedgerSettings {
   readonly reclaimIdleMs: number
   /** largest gateway request body accepted, bytes */
   readonly gatewayMaxBodyBytes: number
+  /**
+   * how long the gateway keeps accepting a Gateway Key the credential store last accepted, while the store does not
+   * answer (a database outage), ms; revocation still takes effect within seconds whenever the store answers
+   */
+  readonly gatewayAuthStaleMs: number
   /** connections in the pool to DATABASE_URL (the embedded database always uses one) */
   readonly databasePoolSize: number
   /**
@@ -213,6 +218,7 @@ export const settingsConfig: Config.Config<LedgerSettings> = Config.all({
   builderBatchSize: Config.Int("LEDGER_BUILDER_BATCH_SIZE").pipe(Config.withDefault(500)),
   reclaimIdleMs: Config.Int("LEDGER_RECLAIM_IDLE_MS").pipe(Config.withDefault(60_000)),
   gatewayMaxBodyBytes: Config.Int("LEDGER_GATEWAY_MAX_BODY_BYTES").pipe(Config.withDefault(10 * 1024 * 1024)),
+  gatewayAuthStaleHours: Config.Number("LEDGER_GATEWAY_AUTH_STALE_HOURS").pipe(Config.withDefault(12)),
   databasePoolSize: Config.Int("LEDGER_DATABASE_POOL_SIZE").pipe(Config.withDefault(16)),
   responsesStateMb: Config.Number("LEDGER_RESPONSES_STATE_MB").pipe(Config.withDefault(256)),
   upstreamTimeoutMs: Config.Int("LEDGER_UPSTREAM_TIMEOUT_MS").pipe(Config.withDefault(300_000)),
@@ -262,6 +268,7 @@ export const settingsConfig: Config.Config<LedgerSettings> = Config.all({
     builderBatchSize: c.builderBatchSize,
     reclaimIdleMs: c.reclaimIdleMs,
     gatewayMaxBodyBytes: c.gatewayMaxBodyBytes,
+    gatewayAuthStaleMs: Math.max(0, c.gatewayAuthStaleHours) * 3_600_000,
     databasePoolSize: c.databasePoolSize,
     responsesStateBytes: Math.max(0, c.responsesStateMb) * 1024 * 1024,
     upstreamTimeoutMs: c.upstreamTimeoutMs,

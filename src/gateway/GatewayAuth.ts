@@ -1,7 +1,11 @@
 /**
- * Gateway Key authentication on the hot path.
+ * Gateway Key authentication on the hot path: a call waits for the credential store only for a key it has never
+ * seen accepted. A known key whose cached verdict has expired is served its last accepted verdict at once while the
+ * store is asked again in the background, so a revocation still takes effect within seconds, and a database outage
+ * fails no call of a known key (up to `gatewayAuthStaleMs`, DESIGN §3.6) — counted, and logged when it starts and
+ * ends.
  */
-import { Cause, type Context, Effect, Exit } from "effect"
+import { Cause, type Context, Effect, Exit, Metric } from "effect"
 import type * as Http from "node:http"
 import { type Authenticator, bearerToken } from "../api/Authenticator.ts"
 import { type DatabaseUnavailable, Unauthorized } from "../domain/errors.ts"
@@ -25,32 +29,92 @@ interface AuthWaiter {
   readonly onRefused: (error: ProviderError) => void
 }
 
+/** The store's refusal in a failed lookup (as opposed to the store not answering). */
+const refusalIn = (cause: Cause.Cause<Unauthorized | DatabaseUnavailable>): Unauthorized | undefined => {
+  const error = Cause.findErrorOption(cause)
+  return error._tag === "Some" && error.value instanceof Unauthorized ? error.value : undefined
+}
+
 const unauthorized = (message: string) => gatewayError(401, message, "invalid_api_key", null, "authentication_error")
 
+/** How long after a failed background check a key's verdict is asked for again (the store is down: no storm). */
+const RECHECK_AFTER_FAILURE_MS = 1_000
+
+const staleVerdicts = Metric.counter("ledger_gateway_auth_stale_total", {
+  description: "calls accepted on a Gateway Key's last verdict because the credential store did not answer",
+  incremental: true
+})
+const storeUnavailable = Metric.gauge("ledger_gateway_auth_store_unavailable", {
+  description: "1 while the gateway's last credential check failed (the store is unreachable): known keys are served their last verdict"
+})
+
 /**
- * The gateway's authentication: the Authenticator's cached verdict at once, or the store's answer on a miss.
- * Requests that miss the cache with the same key while its lookup runs wait for that one lookup, so a cache
- * entry expiring under load costs one store query, not one per concurrent request.
+ * The gateway's authentication: the Authenticator's cached verdict at once; for a known key, its last accepted
+ * verdict at once while the store is asked again; otherwise the store's answer. Requests that miss the cache with
+ * the same key while its lookup runs wait for that one lookup, so a cache entry expiring under load costs one
+ * store query, not one per concurrent request.
  */
 export const gatewayAuth = (authenticator: Authenticator["Service"], context: Context.Context<never>): GatewayAuth => {
   const lookups = new Map<string, Array<AuthWaiter>>()
+  /** keys checked again in the background, and when a key whose check failed may be checked again */
+  const rechecks = new Map<string, number>()
   const run = Effect.runCallbackWith(context)
+  let unavailableSince: number | null = null
+  let servedStale = 0
+
+  const storeAnswered = () => {
+    if (unavailableSince === null) return
+    run(Effect.logInfo("gateway authentication: the credential store answers again; no more stale verdicts", {
+      stale_calls: servedStale,
+      outage_ms: Date.now() - unavailableSince
+    }))
+    unavailableSince = null
+    servedStale = 0
+    storeUnavailable.updateUnsafe(0, context)
+  }
+
+  const storeFailed = (cause: Cause.Cause<unknown>) => {
+    if (unavailableSince !== null) return
+    unavailableSince = Date.now()
+    storeUnavailable.updateUnsafe(1, context)
+    run(Effect.logWarning("gateway authentication: credential store unavailable; known Gateway Keys are served their last verdict", {
+      cause: Cause.pretty(cause)
+    }))
+  }
 
   const settle = (token: string, exit: Exit.Exit<Principal, Unauthorized | DatabaseUnavailable>) => {
     const waiters = lookups.get(token) ?? []
     lookups.delete(token)
     if (Exit.isSuccess(exit)) {
+      storeAnswered()
       for (const waiter of waiters) waiter.onPrincipal(exit.value)
       return
     }
-    const error = Cause.findErrorOption(exit.cause)
-    const refusal = error._tag === "Some" && error.value instanceof Unauthorized
-      ? unauthorized(error.value.message)
+    const refused = refusalIn(exit.cause)
+    if (refused !== undefined) storeAnswered()
+    else storeFailed(exit.cause)
+    const refusal = refused !== undefined
+      ? unauthorized(refused.message)
       : gatewayError(503, "the credential store is unavailable; try again shortly", "service_unavailable", null, "api_error")
-    if (refusal.status === 503) {
-      run(Effect.logWarning("gateway authentication failed: credential store unavailable", { cause: Cause.pretty(exit.cause) }))
-    }
     for (const waiter of waiters) waiter.onRefused(refusal)
+  }
+
+  /** Asks the store again about a key served its last verdict; a refusal (revoked) lands in the cache. */
+  const recheck = (token: string, now: number) => {
+    const due = rechecks.get(token)
+    if (due !== undefined && (due === Infinity || now < due)) return
+    rechecks.set(token, Infinity)
+    run(authenticator.authenticate(token, "gateway"), {
+      onExit: (exit) => {
+        if (Exit.isFailure(exit) && refusalIn(exit.cause) === undefined) {
+          rechecks.set(token, Date.now() + RECHECK_AFTER_FAILURE_MS)
+          storeFailed(exit.cause)
+        } else {
+          rechecks.delete(token)
+          storeAnswered()
+        }
+      }
+    })
   }
 
   return (req, apiKeyHeader, onPrincipal, onRefused) => {
@@ -65,8 +129,18 @@ export const gatewayAuth = (authenticator: Authenticator["Service"], context: Co
         "authentication_error"
       ))
     }
-    const verdict = authenticator.cached(token, "gateway", Date.now())
+    const now = Date.now()
+    const verdict = authenticator.cached(token, "gateway", now)
     if (verdict !== undefined) return verdict instanceof Unauthorized ? onRefused(unauthorized(verdict.message)) : onPrincipal(verdict)
+    const known = authenticator.lastAccepted(token, "gateway", now)
+    if (known !== undefined) {
+      recheck(token, now)
+      if (unavailableSince !== null) {
+        servedStale++
+        staleVerdicts.updateUnsafe(1, context)
+      }
+      return onPrincipal(known)
+    }
     const waiting = lookups.get(token)
     if (waiting !== undefined) {
       waiting.push({ onPrincipal, onRefused })

@@ -31,6 +31,7 @@ export const testSettings = (overrides: Partial<LedgerSettings> = {}): LedgerSet
   builderBatchSize: 500,
   reclaimIdleMs: 60_000,
   gatewayMaxBodyBytes: 10 * 1024 * 1024,
+  gatewayAuthStaleMs: 12 * 3_600_000,
   databasePoolSize: 16,
   responsesStateBytes: 256 * 1024 * 1024,
   upstreamTimeoutMs: 300_000,
