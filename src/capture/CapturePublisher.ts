@@ -15,10 +15,14 @@
  * dropped by the stream when replayed. Batches taken from the queue are numbered by this publisher in the order
  * they are published; the spool numbers the captures it receives unpublished in file order. The builder still
  * deduplicates by `ledger_id` (a record expired before a very late retry).
+ *
+ * On Redis, what is published is also kept until the builders have committed it, and published again if Redis
+ * comes back without it (Republisher).
  */
 import { Cause, Context, Duration, Effect, Exit, Fiber, Layer, Metric, Option, Queue } from "effect"
 import { LedgerConfig } from "../config/LedgerConfig.ts"
 import { type BatchId, batchIds, CaptureStream } from "./CaptureStream.ts"
+import { makeRepublisher, RECONCILE_MS } from "./Republisher.ts"
 import { Spool, spoolDir, type SpoolStats } from "./Spool.ts"
 
 /** Text held in memory by the queue, in UTF-16 code units (captures carry whole request and response bodies). */
@@ -79,6 +83,12 @@ export class CapturePublisher extends Context.Service<CapturePublisher, {
         })
       }
       if (!spool.isEmpty) yield* Effect.logInfo("capture spool holds captures from a previous run; replaying", spool.stats)
+      // the in-process stream dies with the process: there is nothing to publish again to
+      const republisher = stream.backend === "redis"
+        ? yield* makeRepublisher(stream, spool, spoolDir(config.dataDir), config.captureRetainBytes, context)
+        : undefined
+      /** epoch ms of the next check of what the republisher keeps */
+      let reconcileAt = 0
 
       const queue = yield* Queue.bounded<string, Cause.Done>(Math.max(1, config.captureQueueCapacity))
       let queuedBytes = 0
@@ -168,6 +178,7 @@ export class CapturePublisher extends Context.Service<CapturePublisher, {
           kept = true
           const count = batch.length
           if (Exit.isSuccess(exit)) {
+            if (republisher !== undefined) yield* republisher.published(id, exit.value, batch)
             pending -= count
             published.updateUnsafe(count, context)
             retryDelayMs = RETRY_MIN_MS
@@ -189,7 +200,8 @@ export class CapturePublisher extends Context.Service<CapturePublisher, {
         const exit = yield* Effect.exit(stream.publish(batch.payloads, batch.batch))
         if (Exit.isFailure(exit)) return yield* publishFailed(exit.cause, batch.payloads.length)
         spool.commit(batch.end, batch.payloads.length)
-        if (exit.value.length > 0) published.updateUnsafe(batch.payloads.length, context)
+        if (republisher !== undefined) yield* republisher.published(batch.batch, exit.value, batch.payloads)
+        if (exit.value.ids.length > 0) published.updateUnsafe(batch.payloads.length, context)
         else {
           alreadyPublished.updateUnsafe(1, context)
           yield* Effect.logInfo("spooled capture batch was already in the stream (its publish landed, the reply was lost); not appended again", {
@@ -206,10 +218,18 @@ export class CapturePublisher extends Context.Service<CapturePublisher, {
           ? Effect.map(Queue.takeBetween(queue, 1, max), taken)
           : Effect.succeed<Array<string>>([])
 
-      /** Waits for a first capture, then lingers briefly for more unless the batch is full already. */
+      /**
+       * Waits for a first capture — while the republisher keeps anything, no longer than its next check — then
+       * lingers briefly for more unless the batch is full already.
+       */
       const collect = Effect.gen(function*() {
-        const first = yield* nextBatch(true)
-        if (first.length >= batchSize || ending) return first
+        const first = republisher === undefined || republisher.idle
+          ? yield* nextBatch(true)
+          : yield* nextBatch(true).pipe(
+            Effect.timeoutOption(Math.max(0, reconcileAt - Date.now())),
+            Effect.map(Option.getOrElse((): Array<string> => []))
+          )
+        if (first.length === 0 || first.length >= batchSize || ending) return first
         yield* Effect.sleep(LINGER_MS).pipe(Effect.onInterrupt(() => Effect.sync(() => spillTaken(first))))
         const more = yield* nextBatch(false, batchSize - first.length)
         // one array per batch, so that releasing it lets go of every capture in it
@@ -218,9 +238,20 @@ export class CapturePublisher extends Context.Service<CapturePublisher, {
         return first
       })
 
+      /** Checks what the republisher keeps against the stream, once a RECONCILE_MS. */
+      const reconcile = Effect.suspend(() => {
+        if (republisher === undefined || republisher.idle || Date.now() < reconcileAt) return Effect.void
+        reconcileAt = Date.now() + RECONCILE_MS
+        return republisher.reconcile
+      })
+
       /** One round; fails with Done once shutdown has begun and the queue is empty. */
       const step = Effect.gen(function*() {
-        if (spool.isEmpty) return yield* publishBatch(yield* collect)
+        yield* reconcile
+        if (spool.isEmpty) {
+          const batch = yield* collect
+          return batch.length === 0 ? undefined : yield* publishBatch(batch)
+        }
         // recovering: move the queue behind the spool, replay when the backoff allows
         const batch = yield* nextBatch(false)
         if (batch.length > 0) spillTaken(batch)
@@ -263,6 +294,7 @@ export class CapturePublisher extends Context.Service<CapturePublisher, {
           const remaining = spool.stats
           if (remaining.entries > 0) yield* Effect.logInfo("capture spool kept for the next start", remaining)
           spool.close()
+          republisher?.close()
         })
       )
 

@@ -55,6 +55,54 @@ export const batchIds = (): () => BatchId => {
   return () => ({ producer, seq: ++seq })
 }
 
+/** What a publish did, and what the stream knew of the producer when it did it. */
+export interface Published {
+  /** stream ids of what this call appended: none for an empty or already appended batch */
+  readonly ids: ReadonlyArray<string>
+  /**
+   * the producer's highest batch number the stream held before this call: 0 when it holds none (the producer's
+   * first batch, a record expired, or a stream that lost what it held). Below `seq - 1`, batches between are gone.
+   */
+  readonly previous: number
+  /** the newest entry id in the stream after this call (no entry of the batch is newer); null for an empty stream */
+  readonly head: string | null
+}
+
+/** How far the builders have got, and what the stream holds of some producers (read in one step). */
+export interface StreamProgress {
+  /**
+   * Every entry with an id below this has been acknowledged by the builders — its decision committed (or its
+   * capture dead-lettered); null when the stream cannot tell (no stream or group yet)
+   */
+  readonly committedBefore: string | null
+  /** the highest batch number the stream holds per producer asked about (0: none) */
+  readonly producers: Readonly<Record<string, number>>
+}
+
+/** Whether the stream's store keeps what it holds across a restart. */
+export interface StreamPersistence {
+  /** true with AOF or RDB snapshots, false with neither, null when it cannot be told */
+  readonly durable: boolean | null
+  /** what was found, e.g. `appendonly=no save=""` */
+  readonly detail: string
+}
+
+/** The id right after `id` (`<ms>-<seq>`): XTRIM MINID keeps entries at or after its argument. */
+export const successor = (id: string) => {
+  const dash = id.indexOf("-")
+  return `${id.slice(0, dash)}-${BigInt(id.slice(dash + 1)) + 1n}`
+}
+
+/** Orders stream ids (`<ms>-<seq>`): negative when `a` comes first. */
+export const compareIds = (a: string, b: string): number => {
+  const [aMs, aSeq] = a.split("-")
+  const [bMs, bSeq] = b.split("-")
+  const ms = BigInt(aMs!) - BigInt(bMs!)
+  if (ms !== 0n) return ms < 0n ? -1 : 1
+  const seq = BigInt(aSeq ?? "0") - BigInt(bSeq ?? "0")
+  return seq === 0n ? 0 : seq < 0n ? -1 : 1
+}
+
 export interface StreamStats {
   readonly backend: "redis" | "memory"
   /** entries in the stream (acknowledged entries are trimmed over time) */
@@ -72,10 +120,14 @@ export interface StreamStats {
 export class CaptureStream extends Context.Service<CaptureStream, {
   readonly backend: "redis" | "memory"
   /**
-   * Appends payloads in order, all or none, unless the batch was appended already (see BatchId); returns the
-   * stream ids of what this call appended: none for an empty or already appended batch.
+   * Appends payloads in order, all or none, unless the batch was appended already (see BatchId); says what it
+   * appended and what the stream held of the producer before.
    */
-  publish(payloads: ReadonlyArray<string>, batch: BatchId): Effect.Effect<ReadonlyArray<string>, StreamUnavailable>
+  publish(payloads: ReadonlyArray<string>, batch: BatchId): Effect.Effect<Published, StreamUnavailable>
+  /** The builders' committed frontier and the given producers' highest batch numbers, read at one moment. */
+  progress(producers: ReadonlyArray<string>): Effect.Effect<StreamProgress, StreamUnavailable>
+  /** Whether the stream survives a restart of its store (Redis persistence). */
+  readonly persistence: Effect.Effect<StreamPersistence, StreamUnavailable>
   /** Reads new entries for `consumer` of the builders' group, waiting up to `blockMs` when there are none. */
   read(consumer: string, options: { readonly count: number; readonly blockMs: number }): Effect.Effect<ReadonlyArray<StreamEntry>, StreamUnavailable>
   /** Acknowledges entries after their decisions are committed. */

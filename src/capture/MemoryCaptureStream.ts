@@ -11,7 +11,7 @@
  */
 import { Clock, Deferred, Effect, Layer } from "effect"
 import { LedgerConfig } from "../config/LedgerConfig.ts"
-import { type BatchId, CaptureStream, type DeadLetter, type StreamEntry, trimPeriodically } from "./CaptureStream.ts"
+import { type BatchId, CaptureStream, type DeadLetter, type StreamEntry, successor, trimPeriodically } from "./CaptureStream.ts"
 
 /** producers whose last batch is remembered; the least recently publishing one is forgotten first */
 const MAX_PRODUCERS = 10_000
@@ -63,6 +63,8 @@ export const layer: Layer.Layer<CaptureStream, never, LedgerConfig> = Layer.effe
     const dead: Array<DeadLetter> = []
     /** highest batch number appended per producer, least recently publishing first */
     const lastBatch = new Map<string, number>()
+    /** the id of the newest entry ever appended (trimming does not forget it) */
+    let newest: string | null = null
     /** completed (and replaced) on every publish to wake blocked readers */
     let published = Deferred.makeUnsafe<void>()
 
@@ -73,6 +75,7 @@ export const layer: Layer.Layer<CaptureStream, never, LedgerConfig> = Layer.effe
         return id
       })
       if (ids.length > 0) {
+        newest = ids.at(-1)!
         Deferred.doneUnsafe(published, Effect.void)
         published = Deferred.makeUnsafe<void>()
       }
@@ -91,8 +94,29 @@ export const layer: Layer.Layer<CaptureStream, never, LedgerConfig> = Layer.effe
 
     const publish = Effect.fn("CaptureStream.publish")(function*(payloads: ReadonlyArray<string>, batch: BatchId) {
       const now = yield* Clock.currentTimeMillis
-      return yield* Effect.sync(() => payloads.length === 0 || !firstTime(batch) ? [] : append(payloads, now))
+      return yield* Effect.sync(() => {
+        if (payloads.length === 0) return { ids: [], previous: 0, head: null }
+        const previous = lastBatch.get(batch.producer) ?? 0
+        const ids = firstTime(batch) ? append(payloads, now) : []
+        return { ids, previous, head: newest }
+      })
     })
+
+    const progress = Effect.fn("CaptureStream.progress")(function*(producers: ReadonlyArray<string>) {
+      return yield* Effect.sync(() => {
+        const oldestPending = pending.keys().next()
+        const committedBefore = !oldestPending.done
+          ? oldestPending.value
+          : delivered < log.length
+          ? log[delivered]!.id
+          : newest !== null
+          ? successor(newest)
+          : null
+        return { committedBefore, producers: Object.fromEntries(producers.map((producer) => [producer, lastBatch.get(producer) ?? 0])) }
+      })
+    })
+
+    const persistence = Effect.succeed({ durable: false, detail: "in-process stream (embedded mode): gone with the process" })
 
     /** Hands out up to `count` undelivered entries, or returns the signal to wait on when there are none. */
     const take = (consumer: string, count: number, now: number) => {
@@ -221,6 +245,8 @@ export const layer: Layer.Layer<CaptureStream, never, LedgerConfig> = Layer.effe
     return CaptureStream.of({
       backend: "memory",
       publish,
+      progress,
+      persistence,
       read,
       ack,
       reclaim,

@@ -22,6 +22,7 @@ import {
   type DeadLetter,
   type StreamEntry,
   StreamUnavailable,
+  successor,
   trimPeriodically
 } from "./CaptureStream.ts"
 
@@ -35,24 +36,59 @@ const reconnectDelay = (retries: number) => Math.min(50 * 2 ** retries, 2_000) +
 
 /**
  * KEYS: the stream, the producer's key. ARGV: the batch number, the producer key's TTL in seconds, the payloads.
- * Appends the payloads and records the number, unless a batch numbered at or above it was appended already (then
- * the reply is empty). The record is written after the entries: a script stopped half-way could only lead to a
- * duplicate on retry, never to a loss.
+ * Appends the payloads and records the number, unless a batch numbered at or above it was appended already. The
+ * record is written after the entries: a script stopped half-way could only lead to a duplicate on retry, never to
+ * a loss. Replies the producer's previous number, the stream's newest id after the call ('' for none), then the
+ * ids appended.
  */
 const publishBatch = defineScript({
   NUMBER_OF_KEYS: 2,
   SCRIPT: `
 local seq = tonumber(ARGV[1])
 local last = tonumber(redis.call('GET', KEYS[2]) or '0')
-if seq <= last then return {} end
-local ids = {}
-for i = 3, #ARGV do ids[#ids + 1] = redis.call('XADD', KEYS[1], '*', 'c', ARGV[i]) end
+if seq <= last then
+  local newest = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
+  return {tostring(last), newest[1] and newest[1][1] or ''}
+end
+local reply = {tostring(last), ''}
+for i = 3, #ARGV do reply[#reply + 1] = redis.call('XADD', KEYS[1], '*', 'c', ARGV[i]) end
+reply[2] = reply[#reply]
 redis.call('SET', KEYS[2], ARGV[1], 'EX', ARGV[2])
-return ids`,
+return reply`,
   parseCommand(parser: CommandParser, stream: string, producerKey: string, seq: number, ttlSeconds: number, payloads: ReadonlyArray<string>) {
     parser.pushKey(stream)
     parser.pushKey(producerKey)
     parser.push(String(seq), String(ttlSeconds), ...payloads)
+  },
+  transformReply: (reply: ReadonlyArray<string>) => reply
+})
+
+/**
+ * KEYS: the stream, then producer keys. ARGV: the group. Replies the group's last delivered id and its oldest
+ * pending id ('' for none, or both '' when there is no stream or group), then each producer's recorded number.
+ * One script: the records and the group's progress are read at the same moment.
+ */
+const readProgress = defineScript({
+  // the number of keys varies: parseCommand gives it
+  SCRIPT: `
+local reply = {'', ''}
+for i = 2, #KEYS do reply[#reply + 1] = redis.call('GET', KEYS[i]) or '0' end
+if redis.call('EXISTS', KEYS[1]) == 0 then return reply end
+for _, group in ipairs(redis.call('XINFO', 'GROUPS', KEYS[1])) do
+  local fields = {}
+  for i = 1, #group, 2 do fields[group[i]] = group[i + 1] end
+  if fields['name'] == ARGV[1] then
+    reply[1] = fields['last-delivered-id']
+    local oldest = redis.call('XPENDING', KEYS[1], ARGV[1], '-', '+', 1)
+    if oldest[1] then reply[2] = oldest[1][1] end
+  end
+end
+return reply`,
+  parseCommand(parser: CommandParser, stream: string, group: string, producerKeys: ReadonlyArray<string>) {
+    parser.push(String(1 + producerKeys.length))
+    parser.pushKey(stream)
+    for (const producerKey of producerKeys) parser.pushKey(producerKey)
+    parser.push(group)
   },
   transformReply: (reply: ReadonlyArray<string>) => reply
 })
@@ -88,7 +124,7 @@ const makeClient = (url: string) =>
   createClient({
     url,
     // EVALSHA, falling back to EVAL (which caches the script) after a NOSCRIPT: the script text is sent once
-    scripts: { publishBatch, pruneConsumers },
+    scripts: { publishBatch, readProgress, pruneConsumers },
     // node-redis otherwise queues commands while disconnected and callers wait until Redis returns.
     disableOfflineQueue: true,
     socket: { connectTimeout: CONNECT_TIMEOUT_MS, reconnectStrategy: reconnectDelay },
@@ -110,12 +146,6 @@ const errorMessage = (cause: unknown) => cause instanceof Error ? cause.message 
 const isMissingGroup = (error: StreamUnavailable) => {
   const message = errorMessage(error.cause)
   return message.startsWith("NOGROUP") || message === "ERR no such key"
-}
-
-/** The id right after `id`: XTRIM MINID keeps entries >= its argument. */
-const successor = (id: string) => {
-  const dash = id.indexOf("-")
-  return `${id.slice(0, dash)}-${BigInt(id.slice(dash + 1)) + 1n}`
 }
 
 /**
@@ -226,13 +256,35 @@ export const layer: Layer.Layer<CaptureStream, StreamUnavailable, LedgerConfig> 
       effect.pipe(Effect.catchIf(isMissingGroup, () => Effect.andThen(ensureGroup, effect)))
 
     const ttlSeconds = Math.max(1, settings.captureDedupTtlSeconds)
+    const producerKey = (producer: string) => `${key}:producer:${producer}`
     const publish = Effect.fn("CaptureStream.publish")(function*(payloads: ReadonlyArray<string>, batch: BatchId) {
-      if (payloads.length === 0) return []
+      if (payloads.length === 0) return { ids: [], previous: 0, head: null }
       // One script, one round trip: the batch is appended whole or not at all, and at most once.
-      const ids = yield* call(client, "publish", () =>
-        client.publishBatch(key, `${key}:producer:${batch.producer}`, batch.seq, ttlSeconds, payloads))
-      return ids.map(String)
+      const [previous, head, ...ids] = yield* call(client, "publish", () =>
+        client.publishBatch(key, producerKey(batch.producer), batch.seq, ttlSeconds, payloads))
+      return { ids: ids.map(String), previous: Number(previous), head: head === "" ? null : String(head) }
     })
+
+    const progress = Effect.fn("CaptureStream.progress")(function*(producers: ReadonlyArray<string>) {
+      const [delivered, oldestPending, ...records] = yield* call(client, "progress", () =>
+        client.readProgress(key, group, producers.map(producerKey)))
+      return {
+        committedBefore: oldestPending !== "" ? String(oldestPending) : delivered !== "" ? successor(String(delivered)) : null,
+        producers: Object.fromEntries(producers.map((producer, i) => [producer, Number(records[i])]))
+      }
+    })
+
+    // INFO tells whether AOF is on; RDB snapshots are on when `save` has rules (CONFIG may be refused: managed Redis).
+    const persistence = Effect.gen(function*() {
+      const info = yield* call(client, "INFO persistence", () => client.info("persistence"))
+      const aof = /^aof_enabled:(\d)/m.exec(info)?.[1] === "1"
+      const save = yield* call(client, "CONFIG GET save", () => client.configGet("save")).pipe(
+        Effect.map((config) => config.save ?? null),
+        Effect.catch(() => Effect.succeed(null))
+      )
+      const detail = `appendonly=${aof ? "yes" : "no"} save=${save === null ? "(unknown)" : JSON.stringify(save)}`
+      return { durable: aof || (save !== null && save.trim() !== "") ? true : save === null ? null : false, detail }
+    }).pipe(Effect.withSpan("CaptureStream.persistence"))
 
     const read = Effect.fn("CaptureStream.read")(
       function*(consumer: string, options: { readonly count: number; readonly blockMs: number }) {
@@ -406,6 +458,8 @@ export const layer: Layer.Layer<CaptureStream, StreamUnavailable, LedgerConfig> 
     return CaptureStream.of({
       backend: "redis",
       publish,
+      progress,
+      persistence,
       read,
       ack,
       reclaim,

@@ -66,6 +66,11 @@ export interface LedgerSettings {
   readonly captureQueueCapacity: number
   /** captures per stream publish (one round trip) */
   readonly captureBatchSize: number
+  /**
+   * most the gateway keeps on disk of what it published and the builders have not committed yet, bytes — to publish
+   * again if Redis comes back without it; past it the oldest is forgotten (then protected by Redis alone)
+   */
+  readonly captureRetainBytes: number
   /** how long Redis remembers a capture publisher's last batch (one small key per publisher, not per batch): a
    * publish retried later than that after an outage may append its batch twice */
   readonly captureDedupTtlSeconds: number
@@ -225,6 +230,7 @@ export const settingsConfig: Config.Config<LedgerSettings> = Config.all({
   upstreamConnections: Config.Int("LEDGER_UPSTREAM_CONNECTIONS").pipe(Config.withDefault(512)),
   captureQueueCapacity: Config.Int("LEDGER_CAPTURE_QUEUE_CAPACITY").pipe(Config.withDefault(10_000)),
   captureBatchSize: Config.Int("LEDGER_CAPTURE_BATCH_SIZE").pipe(Config.withDefault(256)),
+  captureRetainMb: Config.Number("LEDGER_CAPTURE_RETAIN_MB").pipe(Config.withDefault(1024)),
   captureDedupTtlSeconds: Config.Int("LEDGER_CAPTURE_DEDUP_TTL_SECONDS").pipe(Config.withDefault(7 * 24 * 3600)),
   apiRateLimit: Config.Number("LEDGER_API_RATE_LIMIT").pipe(Config.withDefault(100)),
   oidcIssuer: Config.option(Config.String("LEDGER_OIDC_ISSUER")),
@@ -275,6 +281,7 @@ export const settingsConfig: Config.Config<LedgerSettings> = Config.all({
     upstreamConnections: c.upstreamConnections,
     captureQueueCapacity: c.captureQueueCapacity,
     captureBatchSize: c.captureBatchSize,
+    captureRetainBytes: Math.max(0, c.captureRetainMb) * 1024 * 1024,
     captureDedupTtlSeconds: c.captureDedupTtlSeconds,
     apiRateLimit: c.apiRateLimit,
     oidc: parseOidc(c.oidcIssuer, c.oidcClientId, c.oidcClientSecret, c.oidcAllowedDomains),

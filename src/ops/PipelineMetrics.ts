@@ -38,7 +38,41 @@ export const builderRetries = Metric.counter("ledger_builder_retries_total", {
   incremental: true
 })
 
+export const streamPersistence = Metric.gauge("ledger_stream_persistence", {
+  description: "whether the capture stream's Redis keeps what it holds across a restart: 1 yes (AOF or RDB), 0 no, -1 cannot tell"
+})
+
 const REFRESH_INTERVAL = Duration.seconds(5)
+/** Redis's persistence settings change rarely: read them once a minute. */
+const PERSISTENCE_INTERVAL = Duration.minutes(1)
+
+/**
+ * Says — in the log when first seen and whenever it changes, and as a gauge — whether Redis keeps the stream across
+ * a restart: without persistence, a restart loses the captures it holds, and only what gateways keep to publish
+ * again (LEDGER_CAPTURE_RETAIN_MB) saves them.
+ */
+const watchPersistence = (stream: CaptureStream["Service"]) => {
+  let last: boolean | null | undefined
+  return stream.persistence.pipe(
+    Effect.tap(({ durable, detail }) =>
+      Effect.gen(function*() {
+        yield* Metric.update(streamPersistence, durable === null ? -1 : durable ? 1 : 0)
+        if (durable === last) return
+        last = durable
+        if (durable === false) {
+          yield* Effect.logWarning(
+            "Redis runs without persistence: a restart loses the captures it holds; gateways publish again what they keep (LEDGER_CAPTURE_RETAIN_MB)",
+            { redis: detail }
+          )
+        } else if (durable === null) yield* Effect.logInfo("Redis persistence cannot be told (CONFIG refused)", { redis: detail })
+        else yield* Effect.logInfo("Redis persists the capture stream", { redis: detail })
+      })
+    ),
+    Effect.catch((error) => Effect.logDebug("Redis persistence check failed", { error: error.message })),
+    Effect.andThen(Effect.sleep(PERSISTENCE_INTERVAL)),
+    Effect.forever
+  )
+}
 
 export class PipelineMetrics extends Context.Service<PipelineMetrics, {
   /** Reads the stream's figures and sets the gauges (the layer does it every few seconds). */
@@ -65,6 +99,7 @@ export class PipelineMetrics extends Context.Service<PipelineMetrics, {
         Effect.forever,
         Effect.forkScoped
       )
+      if (stream.backend === "redis") yield* Effect.forkScoped(watchPersistence(stream))
       return PipelineMetrics.of({ refresh })
     })
   )

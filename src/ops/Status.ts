@@ -11,7 +11,7 @@
  * A source that cannot be reached leaves its figures empty and says why in `problems`; the report itself never fails.
  */
 import { Context, Duration, Effect, Layer, Option } from "effect"
-import { CaptureStream, type DeadLetter } from "../capture/CaptureStream.ts"
+import { CaptureStream, type DeadLetter, type StreamPersistence } from "../capture/CaptureStream.ts"
 import { readSpoolStats, type SpoolStats } from "../capture/Spool.ts"
 import { LedgerConfig } from "../config/LedgerConfig.ts"
 import { ScopedSql, TenantSql } from "../store/TenantSql.ts"
@@ -25,6 +25,8 @@ export interface StreamFigures {
   readonly oldest_pending_ms: number | null
   readonly dead_letters: number | null
   readonly consumers: number | null
+  /** whether Redis keeps the stream across a restart (Redis source only) */
+  readonly persistence: StreamPersistence | null
 }
 
 export interface BuildFigures {
@@ -84,16 +86,17 @@ export class PipelineStatus extends Context.Service<PipelineStatus, {
 
       const streamFigures: Effect.Effect<StreamFigures, string> = Option.match(stream, {
         onSome: (stream) =>
-          stream.stats.pipe(
+          Effect.all([stream.stats, stream.persistence.pipe(Effect.orElseSucceed(() => null))]).pipe(
             Effect.timeoutOrElse({ duration: PROBE_TIMEOUT, orElse: () => Effect.fail({ message: "Redis did not answer" }) }),
-            Effect.map((stats): StreamFigures => ({
+            Effect.map(([stats, persistence]): StreamFigures => ({
               source: "redis",
               length: stats.length,
               lag: stats.lag,
               pending: stats.pending,
               oldest_pending_ms: stats.oldest_pending_ms,
               dead_letters: stats.dead_letters,
-              consumers: stats.consumers
+              consumers: stats.consumers,
+              persistence
             })),
             Effect.mapError((error) => `stream: ${error.message}`)
           ),
@@ -109,7 +112,8 @@ export class PipelineStatus extends Context.Service<PipelineStatus, {
                 pending: value("ledger_stream_pending"),
                 oldest_pending_ms: oldest === null || oldest === 0 ? null : Math.round(oldest * 1000),
                 dead_letters: value("ledger_dead_letters"),
-                consumers: null
+                consumers: null,
+                persistence: null
               }
             }),
             Effect.mapError((problem) => `stream (in-process, no REDIS_URL): ${problem}`)
@@ -204,6 +208,13 @@ export const renderReport = (report: PipelineReport): string => {
     ["pending", number(stream?.pending), stream?.oldest_pending_ms == null ? "" : `oldest ${formatAge(stream.oldest_pending_ms)}`],
     ["dead letters", number(stream?.dead_letters), (stream?.dead_letters ?? 0) > 0 ? "ledger dlq list" : ""],
     ["consumers", number(stream?.consumers), ""],
+    ...(stream?.persistence == null ? [] : [[
+      "persistence",
+      stream.persistence.durable === null ? "unknown" : stream.persistence.durable ? "yes" : "NONE",
+      stream.persistence.durable === false
+        ? `${stream.persistence.detail}: a Redis restart loses what the stream holds (gateways publish again what they keep)`
+        : stream.persistence.detail
+    ]]),
     ["spool", spool === null ? "—" : `${number(spool.entries)} captures`, spool === null ? "" : formatBytes(spool.bytes)],
     [
       "decisions/s",

@@ -54,7 +54,7 @@ export const captureJson = (identity: CaptureIdentity, options: CaptureOptions) 
 export const publish = (payloads: ReadonlyArray<string>) =>
   Effect.gen(function*() {
     const stream = yield* CaptureStream
-    return yield* stream.publish(payloads, batchIds()())
+    return (yield* stream.publish(payloads, batchIds()())).ids
   })
 
 /** Publishes payloads and has the builder process them as one consumer would (read, then process). */

@@ -64,21 +64,25 @@ describe("ledger status", () => {
         Fs.mkdirSync(Path.join(dataDir, "spool"))
         Fs.writeFileSync(Path.join(dataDir, "spool", "captures.ndjson"), "{}\n{}\n{}\n")
         const env = ledgerEnv(settings, { LEDGER_DATA_DIR: dataDir })
+        // decisions per second count whole seconds: let the one the decisions were built in end
+        yield* Effect.sleep(1_050 - (Date.now() % 1_000))
 
         const json = yield* runLedger(["status", "--json"], env)
         assert.strictEqual(json.code, 0, json.stderr)
         const report = JSON.parse(json.stdout) as PipelineReport
         assert.deepStrictEqual(report.problems, [])
         assert.deepStrictEqual(
-          { ...report.stream!, length: undefined },
-          { source: "redis", length: undefined, lag: 1, pending: 0, oldest_pending_ms: null, dead_letters: 1, consumers: 1 }
+          { ...report.stream!, length: undefined, persistence: undefined },
+          { source: "redis", length: undefined, lag: 1, pending: 0, oldest_pending_ms: null, dead_letters: 1, consumers: 1, persistence: undefined }
         )
+        // what the machine's Redis is set to: said either way
+        assert.match(report.stream!.persistence!.detail, /^appendonly=(yes|no) save=/)
         assert.deepStrictEqual(report.spool, { entries: 3, bytes: 9 })
         assert.deepStrictEqual(report.builders, { source: "database", decisions_per_second: 0.2, decisions_last_minute: 12, active_builders: 1 })
 
         const table = yield* runLedger(["status"], env)
         assert.strictEqual(table.code, 0, table.stderr)
-        for (const row of [/^stream length\s+\d+\s+\(Redis\)$/m, /^group lag\s+1 /m, /^dead letters\s+1\s+ledger dlq list$/m, /^spool\s+3 captures\s+9 B$/m, /^decisions\/s\s+0\.2\s+last minute: 12 by 1 builder$/m]) {
+        for (const row of [/^persistence\s+(yes|NONE|unknown)\s+appendonly=/m, /^stream length\s+\d+\s+\(Redis\)$/m, /^group lag\s+1 /m, /^dead letters\s+1\s+ledger dlq list$/m, /^spool\s+3 captures\s+9 B$/m, /^decisions\/s\s+0\.2\s+last minute: 12 by 1 builder$/m]) {
           assert.match(table.stdout, row)
         }
 
@@ -114,7 +118,8 @@ describe("ledger status", () => {
           pending: 0,
           oldest_pending_ms: null,
           dead_letters: 0,
-          consumers: null
+          consumers: null,
+          persistence: null
         })
         assert.deepStrictEqual(parsed.builders, { source: "metrics", decisions_per_second: 0, decisions_last_minute: null, active_builders: null })
 

@@ -6,11 +6,12 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, Fiber, Layer, Option, Redacted, Schedule, type Scope } from "effect"
 import { TestClock } from "effect/testing"
-import { batchIds, CaptureStream, type StreamEntry, type StreamUnavailable, TRIM_INTERVAL } from "../../src/capture/CaptureStream.ts"
+import { batchIds, CaptureStream, type Published, type StreamEntry, type StreamUnavailable, TRIM_INTERVAL } from "../../src/capture/CaptureStream.ts"
 import * as MemoryCaptureStream from "../../src/capture/MemoryCaptureStream.ts"
 import * as RedisCaptureStream from "../../src/capture/RedisCaptureStream.ts"
 import { LedgerConfig } from "../../src/config/LedgerConfig.ts"
 import { redisAdmin, TEST_REDIS_URL, tcpProxy, testKeyPrefix } from "../support/redis.ts"
+import { privateRedis } from "../support/redis-server.ts"
 import { testSettings } from "../support/settings.ts"
 
 /** Builds the layer of a fresh, empty stream; whatever it leaves behind is removed when the scope closes. */
@@ -46,6 +47,9 @@ const timed = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
     return { result, ms: Date.now() - started }
   })
 
+/** The ids a publish appended. */
+const appended = <E, R>(publish: Effect.Effect<Published, E, R>) => Effect.map(publish, (published) => published.ids)
+
 const payloadsOf = (entries: ReadonlyArray<StreamEntry>) => entries.map((entry) => entry.payload)
 
 /** ids for the publishes below that are not about idempotency */
@@ -59,8 +63,8 @@ const contract = (backend: "redis" | "memory", fresh: FreshStream) =>
     test("publish → read → ack keeps order and ids", Effect.gen(function*() {
       const stream = yield* CaptureStream
       assert.strictEqual(stream.backend, backend)
-      assert.deepStrictEqual(yield* stream.publish([], nextBatch()), [])
-      const ids = yield* stream.publish(["a", "b", "c"], nextBatch())
+      assert.deepStrictEqual(yield* appended(stream.publish([], nextBatch())), [])
+      const ids = yield* appended(stream.publish(["a", "b", "c"], nextBatch()))
       assert.strictEqual(ids.length, 3)
       for (const id of ids) assert.match(id, /^\d+-\d+$/)
       assert.isTrue(isAfter(ids[1], ids[0]) && isAfter(ids[2], ids[1]))
@@ -85,15 +89,42 @@ const contract = (backend: "redis" | "memory", fresh: FreshStream) =>
       const stream = yield* CaptureStream
       const producer = batchIds()
       const first = producer()
-      assert.strictEqual((yield* stream.publish(["a", "b"], first)).length, 2)
-      assert.deepStrictEqual(yield* stream.publish(["a", "b"], first), [], "the same batch again")
+      assert.strictEqual((yield* appended(stream.publish(["a", "b"], first))).length, 2)
+      assert.deepStrictEqual(yield* appended(stream.publish(["a", "b"], first)), [], "the same batch again")
       const second = producer()
-      assert.strictEqual((yield* stream.publish(["c"], second)).length, 1)
-      assert.deepStrictEqual(yield* stream.publish(["a", "b"], first), [], "an older batch of the producer")
-      assert.deepStrictEqual(yield* stream.publish(["c"], second), [])
+      assert.strictEqual((yield* appended(stream.publish(["c"], second))).length, 1)
+      assert.deepStrictEqual(yield* appended(stream.publish(["a", "b"], first)), [], "an older batch of the producer")
+      assert.deepStrictEqual(yield* appended(stream.publish(["c"], second)), [])
       // another producer numbers its batches on its own
-      assert.strictEqual((yield* stream.publish(["d"], batchIds()())).length, 1)
+      assert.strictEqual((yield* appended(stream.publish(["d"], batchIds()()))).length, 1)
       assert.deepStrictEqual(payloadsOf(yield* stream.read("c1", { count: 10, blockMs: 0 })), ["a", "b", "c", "d"])
+    }))
+
+    test("a publish says what the stream held of its producer; progress gives the committed frontier and the records", Effect.gen(function*() {
+      const stream = yield* CaptureStream
+      const producer = batchIds()
+      const [one, , three] = [producer(), producer(), producer()]
+      const first = yield* stream.publish(["a", "b"], one)
+      assert.deepStrictEqual([first.previous, first.head], [0, first.ids[1]])
+      const again = yield* stream.publish(["a", "b"], one)
+      assert.deepStrictEqual([again.ids, again.previous, again.head], [[], 1, first.ids[1]], "a duplicate: the newest entry bounds it")
+      // batch 2 never arrives (say, lost): batch 3 finds the record at 1
+      const third = yield* stream.publish(["c"], three)
+      assert.strictEqual(third.previous, 1)
+      assert.isTrue(isAfter(third.head!, first.head!))
+
+      const before = yield* stream.progress([one.producer, "unknown-producer"])
+      assert.deepStrictEqual(before.producers, { [one.producer]: 3, "unknown-producer": 0 })
+      assert.isTrue(before.committedBefore === null || !isAfter(before.committedBefore, first.ids[0]!), "nothing read: nothing committed")
+      const entries = yield* stream.read("c1", { count: 2, blockMs: 0 })
+      yield* stream.ack([entries[0]!.id])
+      const after = yield* stream.progress([])
+      assert.strictEqual(after.committedBefore, entries[1]!.id, "the oldest entry still pending")
+      yield* stream.ack([entries[1]!.id])
+      const read = yield* stream.read("c1", { count: 10, blockMs: 0 })
+      yield* stream.ack(read.map((entry) => entry.id))
+      const all = yield* stream.progress([])
+      assert.isTrue(isAfter(all.committedBefore!, third.head!), "everything acknowledged: the frontier is past the newest entry")
     }))
 
     test("a read waits for entries and wakes on publish", Effect.gen(function*() {
@@ -104,7 +135,7 @@ const contract = (backend: "redis" | "memory", fresh: FreshStream) =>
 
       const waiting = yield* Effect.forkChild(timed(stream.read("c1", { count: 10, blockMs: 10_000 })))
       yield* Effect.sleep(200)
-      yield* stream.publish(["late"], nextBatch())
+      yield* appended(stream.publish(["late"], nextBatch()))
       const woken = yield* Fiber.join(waiting)
       assert.deepStrictEqual(payloadsOf(woken.result), ["late"])
       assert.isAtLeast(woken.ms, 150)
@@ -113,7 +144,7 @@ const contract = (backend: "redis" | "memory", fresh: FreshStream) =>
 
     test("entries left pending are reclaimed after minIdle with deliveries counted", Effect.gen(function*() {
       const stream = yield* CaptureStream
-      const ids = yield* stream.publish(["x", "y"], nextBatch())
+      const ids = yield* appended(stream.publish(["x", "y"], nextBatch()))
       yield* stream.read("dead-consumer", { count: 10, blockMs: 0 })
 
       assert.deepStrictEqual(yield* stream.reclaim("c2", { minIdleMs: 300, count: 10 }), [], "not idle long enough")
@@ -137,7 +168,7 @@ const contract = (backend: "redis" | "memory", fresh: FreshStream) =>
     test("deadLetter moves the entry, acknowledges it and shows in stats and list", Effect.gen(function*() {
       const stream = yield* CaptureStream
       const before = Date.now()
-      const [id] = yield* stream.publish(["poison"], nextBatch())
+      const [id] = yield* appended(stream.publish(["poison"], nextBatch()))
       const [entry] = yield* stream.read("c1", { count: 1, blockMs: 0 })
       yield* stream.deadLetter(entry, "invalid capture: missing ledger_id")
 
@@ -159,7 +190,7 @@ const contract = (backend: "redis" | "memory", fresh: FreshStream) =>
 
     test("replay re-publishes dead letters, all or by id", Effect.gen(function*() {
       const stream = yield* CaptureStream
-      const ids = yield* stream.publish(["p1", "p2", "p3"], nextBatch())
+      const ids = yield* appended(stream.publish(["p1", "p2", "p3"], nextBatch()))
       for (const entry of yield* stream.read("c1", { count: 3, blockMs: 0 })) {
         yield* stream.deadLetter(entry, "boom")
       }
@@ -183,7 +214,7 @@ const contract = (backend: "redis" | "memory", fresh: FreshStream) =>
     test("pruning removes consumers idle with nothing pending, never one holding entries", Effect.gen(function*() {
       const stream = yield* CaptureStream
       assert.deepStrictEqual(yield* stream.pruneConsumers({ minIdleMs: 0 }), [], "a group without consumers")
-      const ids = yield* stream.publish(["1", "2", "3"], nextBatch())
+      const ids = yield* appended(stream.publish(["1", "2", "3"], nextBatch()))
       yield* stream.read("gone-done", { count: 1, blockMs: 0 })
       yield* stream.ack([ids[0]])
       yield* stream.read("gone-holding", { count: 1, blockMs: 0 })
@@ -204,7 +235,7 @@ const contract = (backend: "redis" | "memory", fresh: FreshStream) =>
       assert.deepStrictEqual([...(yield* stream.pruneConsumers({ minIdleMs: 100 }))].sort(), ["alive", "gone-holding", "reclaimer"])
       assert.strictEqual((yield* stream.stats).consumers, 0)
       // a pruned name that reads again is simply a consumer again
-      yield* stream.publish(["4"], nextBatch())
+      yield* appended(stream.publish(["4"], nextBatch()))
       assert.deepStrictEqual(payloadsOf(yield* stream.read("alive", { count: 10, blockMs: 0 })), ["4"])
       assert.strictEqual((yield* stream.stats).consumers, 1)
     }))
@@ -222,7 +253,7 @@ const contract = (backend: "redis" | "memory", fresh: FreshStream) =>
         consumers: 0
       })
 
-      const ids = yield* stream.publish(["1", "2", "3", "4", "5"], nextBatch())
+      const ids = yield* appended(stream.publish(["1", "2", "3", "4", "5"], nextBatch()))
       const read = yield* stream.read("c1", { count: 3, blockMs: 0 })
       yield* stream.ack([ids[1]])
       yield* stream.deadLetter(read[2], "bad")
@@ -241,7 +272,7 @@ const contract = (backend: "redis" | "memory", fresh: FreshStream) =>
 
     test("two consumers of the group share the entries without duplicates", Effect.gen(function*() {
       const stream = yield* CaptureStream
-      const ids = yield* stream.publish(Array.from({ length: 40 }, (_, i) => `m${i}`), nextBatch())
+      const ids = yield* appended(stream.publish(Array.from({ length: 40 }, (_, i) => `m${i}`), nextBatch()))
       const consume = (consumer: string) =>
         Effect.gen(function*() {
           const got: Array<StreamEntry> = []
@@ -267,7 +298,7 @@ const contract = (backend: "redis" | "memory", fresh: FreshStream) =>
 
     test("trim removes acknowledged entries only, never pending or undelivered ones", Effect.gen(function*() {
       const stream = yield* CaptureStream
-      const ids = yield* stream.publish(["t0", "t1", "t2", "t3", "t4", "t5"], nextBatch())
+      const ids = yield* appended(stream.publish(["t0", "t1", "t2", "t3", "t4", "t5"], nextBatch()))
       assert.strictEqual(yield* stream.trim, 0, "nothing delivered yet")
       yield* stream.read("c1", { count: 4, blockMs: 0 })
       yield* stream.ack([ids[0], ids[2]])
@@ -289,7 +320,7 @@ const contract = (backend: "redis" | "memory", fresh: FreshStream) =>
       yield* stream.ack(undelivered.map((entry) => entry.id))
       assert.strictEqual(yield* stream.trim, 2)
       assert.strictEqual((yield* stream.stats).length, 0)
-      const [next] = yield* stream.publish(["t6"], nextBatch())
+      const [next] = yield* appended(stream.publish(["t6"], nextBatch()))
       assert.isTrue(isAfter(next, ids[5]), "ids keep increasing after the stream was emptied")
     }))
 
@@ -297,7 +328,7 @@ const contract = (backend: "redis" | "memory", fresh: FreshStream) =>
       Effect.flatMap(fresh("periodic trim"), (layer) =>
         Effect.gen(function*() {
           const stream = yield* CaptureStream
-          const ids = yield* stream.publish(["p0", "p1"], nextBatch())
+          const ids = yield* appended(stream.publish(["p0", "p1"], nextBatch()))
           yield* stream.read("c1", { count: 1, blockMs: 0 })
           yield* stream.ack([ids[0]])
           yield* TestClock.adjust(TRIM_INTERVAL)
@@ -326,7 +357,7 @@ describe("RedisCaptureStream when Redis changes behind its back", () => {
   it.live("reclaim drops pending entries deleted from the stream and keeps the others", () =>
     Effect.gen(function*() {
       const { admin, key, stream } = yield* redisStream("capture-deleted")
-      const ids = yield* stream.publish(["kept", "deleted"], nextBatch())
+      const ids = yield* appended(stream.publish(["kept", "deleted"], nextBatch()))
       yield* stream.read("dead-consumer", { count: 10, blockMs: 0 })
       yield* Effect.promise(() => admin.xDel(key, ids[1]))
       const reclaimed = yield* stream.reclaim("c2", { minIdleMs: 0, count: 10 })
@@ -337,13 +368,25 @@ describe("RedisCaptureStream when Redis changes behind its back", () => {
   it.live("recreates the group when the stream was lost (Redis restarted without persistence)", () =>
     Effect.gen(function*() {
       const { admin, key, stream } = yield* redisStream("capture-lost")
-      yield* stream.publish(["gone"], nextBatch())
+      yield* appended(stream.publish(["gone"], nextBatch()))
       yield* stream.read("c1", { count: 10, blockMs: 0 })
       yield* Effect.promise(() => admin.del(key))
-      yield* stream.publish(["fresh"], nextBatch())
+      yield* appended(stream.publish(["fresh"], nextBatch()))
       assert.deepStrictEqual(payloadsOf(yield* stream.read("c1", { count: 10, blockMs: 0 })), ["fresh"])
       assert.strictEqual((yield* stream.stats).pending, 1)
     }))
+})
+
+describe("RedisCaptureStream persistence", () => {
+  for (const appendonly of [false, true]) {
+    it.live(`says whether Redis keeps the stream across a restart (appendonly ${appendonly ? "yes" : "no"}, no snapshots)`, () =>
+      Effect.gen(function*() {
+        const redis = yield* privateRedis({ appendonly })
+        const stream = Context.get(yield* Layer.build(redisLayer(redis.url, "persistence:captures")), CaptureStream)
+        const persistence = yield* stream.persistence
+        assert.deepStrictEqual(persistence, { durable: appendonly, detail: `appendonly=${appendonly ? "yes" : "no"} save=""` })
+      }))
+  }
 })
 
 describe("RedisCaptureStream when Redis is unreachable", () => {
@@ -353,7 +396,7 @@ describe("RedisCaptureStream when Redis is unreachable", () => {
       assert.isBelow(built.ms, 3_000, "a process started while Redis is down still starts")
       const stream = Context.get(built.result, CaptureStream)
       for (const operation of [
-        stream.publish(["lost?"], nextBatch()),
+        appended(stream.publish(["lost?"], nextBatch())),
         stream.read("c1", { count: 1, blockMs: 5_000 }),
         stream.ack(["1-0"]),
         stream.stats
@@ -370,18 +413,18 @@ describe("RedisCaptureStream when Redis is unreachable", () => {
       const prefix = yield* testKeyPrefix("capture-recovery")
       const context = yield* Layer.build(redisLayer(proxy.url, `${prefix}captures`))
       const stream = Context.get(context, CaptureStream)
-      const [first] = yield* stream.publish(["before"], nextBatch())
+      const [first] = yield* appended(stream.publish(["before"], nextBatch()))
       assert.deepStrictEqual(payloadsOf(yield* stream.read("c1", { count: 10, blockMs: 100 })), ["before"])
 
       yield* proxy.stop
-      const failed = yield* timed(Effect.flip(stream.publish(["during"], nextBatch())))
+      const failed = yield* timed(Effect.flip(appended(stream.publish(["during"], nextBatch()))))
       assert.strictEqual(failed.result._tag, "StreamUnavailable")
       assert.isBelow(failed.ms, 2_000)
       assert.strictEqual((yield* Effect.flip(stream.read("c1", { count: 10, blockMs: 100 })))._tag, "StreamUnavailable")
 
       yield* proxy.start
       // reconnect backoff is capped at ~2 s
-      const [after] = yield* stream.publish(["after"], nextBatch()).pipe(
+      const [after] = yield* appended(stream.publish(["after"], nextBatch())).pipe(
         Effect.retry({ schedule: Schedule.spaced(100), times: 60 })
       )
       assert.isTrue(isAfter(after, first))
@@ -404,21 +447,21 @@ describe("RedisCaptureStream when a publish's reply is lost", () => {
         Effect.map((entries) => (entries ?? []).map((entry) => entry.message.c))
       )
       // a first publish loads the script, so the one below is a single EVALSHA
-      yield* stream.publish(["before"], nextBatch())
+      yield* appended(stream.publish(["before"], nextBatch()))
 
       const cut = yield* proxy.loseNextReply("EVALSHA")
       const batch = nextBatch()
-      const failed = yield* Effect.flip(stream.publish(["in flight 1", "in flight 2"], batch))
+      const failed = yield* Effect.flip(appended(stream.publish(["in flight 1", "in flight 2"], batch)))
       assert.strictEqual(failed._tag, "StreamUnavailable")
       yield* cut
       assert.deepStrictEqual(yield* inStream, ["before", "in flight 1", "in flight 2"], "Redis applied the publish whose reply was lost")
 
       // the client reconnects through the proxy; the retry is recognised
-      const retried = yield* stream.publish(["in flight 1", "in flight 2"], batch).pipe(
+      const retried = yield* appended(stream.publish(["in flight 1", "in flight 2"], batch)).pipe(
         Effect.retry({ schedule: Schedule.spaced(100), times: 60 })
       )
       assert.deepStrictEqual(retried, [], "nothing appended by the retry")
-      assert.strictEqual((yield* stream.publish(["after"], nextBatch())).length, 1)
+      assert.strictEqual((yield* appended(stream.publish(["after"], nextBatch()))).length, 1)
       assert.deepStrictEqual(yield* inStream, ["before", "in flight 1", "in flight 2", "after"])
     }))
 })

@@ -38,6 +38,7 @@ export const testSettings = (overrides: Partial<LedgerSettings> = {}): LedgerSet
   upstreamConnections: 512,
   captureQueueCapacity: 10_000,
   captureBatchSize: 256,
+  captureRetainBytes: 1024 * 1024 * 1024,
   captureDedupTtlSeconds: 7 * 24 * 3600,
   apiRateLimit: 100,
   oidc: Option.none(),
