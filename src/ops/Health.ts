@@ -2,11 +2,12 @@
  * Liveness, readiness and metrics for operators (DESIGN §2.5), served on both ports.
  * `/healthz`: the process answers. `/readyz`: the database and the capture stream are reachable.
  */
-import { Context, Duration, Effect, Layer } from "effect"
+import { Context, Duration, Effect, Layer, type Scope } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
 import { PrometheusMetrics } from "effect/observability"
 import { CaptureStream } from "../capture/CaptureStream.ts"
 import { ScopedSql, TenantSql } from "../store/TenantSql.ts"
+import { mergeExpositions } from "./exposition.ts"
 
 export interface Readiness {
   readonly ready: boolean
@@ -18,8 +19,10 @@ const PROBE_TIMEOUT = Duration.seconds(2)
 
 export class Health extends Context.Service<Health, {
   readonly readiness: Effect.Effect<Readiness>
-  /** Prometheus exposition text of every metric in the process. */
+  /** Prometheus exposition text of every metric in the process: this thread's and those of its role threads. */
   readonly metrics: Effect.Effect<string>
+  /** Adds another thread's metrics (its exposition) to `metrics` while the scope lasts. */
+  addSource(source: Effect.Effect<string>): Effect.Effect<void, never, Scope.Scope>
 }>()("ledger/ops/Health") {
   static readonly layer = Layer.effect(
     Health,
@@ -38,7 +41,19 @@ export class Health extends Context.Service<Health, {
         })
         return { ready: database === "ok" && streamState === "ok", database, stream: streamState }
       }).pipe(Effect.withSpan("Health.readiness"))
-      return Health.of({ readiness, metrics: PrometheusMetrics.format() })
+      const sources = new Set<Effect.Effect<string>>()
+      const metrics = Effect.gen(function*() {
+        const own = yield* PrometheusMetrics.format()
+        if (sources.size === 0) return own
+        // a thread that does not answer in time is left out of this scrape
+        const others = yield* Effect.forEach(sources, (source) => source.pipe(Effect.timeout(PROBE_TIMEOUT), Effect.orElseSucceed(() => "")), {
+          concurrency: "unbounded"
+        })
+        return mergeExpositions([own, ...others])
+      })
+      const addSource = (source: Effect.Effect<string>) =>
+        Effect.acquireRelease(Effect.sync(() => sources.add(source)), () => Effect.sync(() => sources.delete(source))).pipe(Effect.asVoid)
+      return Health.of({ readiness, metrics, addSource })
     })
   )
 }
