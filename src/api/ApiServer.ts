@@ -6,11 +6,29 @@
 import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
 import { HttpRouter } from "effect/http"
-import { createServer } from "node:http"
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import { LedgerConfig } from "../config/LedgerConfig.ts"
 import { AccessLogLive } from "./AccessLog.ts"
 
 const MAX_PATH_PARAMETER_LENGTH = 1024
+
+/**
+ * The API's node server. The platform listens before the routes are built and only then adds its request handler;
+ * a request that arrived in between (a readiness probe right after start) would wait forever. Until the handler is
+ * there, requests get a 503 in the API's error shape with `retry-after`.
+ */
+const apiServer = () => {
+  const server = createServer({ keepAliveTimeout: 65_000 })
+  const starting = (_req: IncomingMessage, res: ServerResponse) => {
+    res.writeHead(503, { "content-type": "application/json", "retry-after": "1", connection: "close" })
+    res.end(JSON.stringify({ error: { code: "service_unavailable", message: "the server is starting; try again" } }))
+  }
+  server.on("request", starting)
+  server.on("newListener", (event) => {
+    if (event === "request") server.off("request", starting)
+  })
+  return server
+}
 
 /** Serves the given route layers on the API port. */
 export const serveApi = <E, R>(routes: Layer.Layer<never, E, R>) =>
@@ -22,7 +40,7 @@ export const serveApi = <E, R>(routes: Layer.Layer<never, E, R>) =>
       // path parameters (agent ids) are validated by their schemas; the router only bounds them
       routerConfig: { maxParamLength: MAX_PATH_PARAMETER_LENGTH }
     }).pipe(
-      Layer.provide(NodeHttpServer.layer(() => createServer({ keepAliveTimeout: 65_000 }), { port: config.apiPort, host: config.host })),
+      Layer.provide(NodeHttpServer.layer(apiServer, { port: config.apiPort, host: config.host })),
       Layer.tap(() => Effect.logInfo(`api listening on http://${config.host}:${config.apiPort}`))
     )
   }))
