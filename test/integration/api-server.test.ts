@@ -17,8 +17,9 @@ const get = (url: string) =>
     return { status: response.status, retryAfter: response.headers.get("retry-after"), body: await response.json() }
   })
 
-const refused = (error: { readonly cause: unknown }) =>
-  ((error.cause as { cause?: { code?: unknown } }).cause?.code) === "ECONNREFUSED"
+/** fetch's "connection refused": the server does not listen yet */
+const refused = (error: unknown) =>
+  (error as { cause?: { cause?: { code?: unknown } } }).cause?.cause?.code === "ECONNREFUSED"
 
 describe("API server", () => {
   it.live("a request that arrives before the routes are built gets a 503 at once, then the routes answer", () =>
