@@ -6,6 +6,7 @@
  */
 import { Cause, Effect, Fiber, Layer } from "effect"
 import { PrometheusMetrics } from "effect/observability"
+import * as Os from "node:os"
 import { parentPort } from "node:worker_threads"
 import { BuilderLive } from "../layers/Builder.ts"
 import { CaptureStreamLive } from "../layers/Capture.ts"
@@ -16,6 +17,14 @@ import { ProcessMetrics } from "./ops/ProcessMetrics.ts"
 
 const port = parentPort
 if (port === null) throw new Error("src/builderThread.ts runs as a worker thread of ledger serve")
+
+// Below the gateway's thread for the CPU: when both want a core, the call waiting for its answer goes first (on Linux
+// a nice value belongs to the thread that sets it). Lowering needs no privilege; where it fails, the thread runs as is.
+try {
+  Os.setPriority(Os.constants.priority.PRIORITY_BELOW_NORMAL)
+} catch {
+  // not supported here
+}
 
 const BuilderThreadLive = Layer.mergeAll(BuilderLive, ProcessMetrics.layer("builder")).pipe(
   Layer.provide(Layer.mergeAll(StoreLive, CaptureStreamLive)),

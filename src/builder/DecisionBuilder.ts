@@ -277,6 +277,10 @@ export const BuilderWorkers = Layer.effectDiscard(Effect.gen(function*() {
         )
       )
       if (entries.length > 0) yield* builder.process(consumer, entries)
+      // a short batch: let the next one gather (see builderLingerMs)
+      if (entries.length > 0 && entries.length < settings.builderBatchSize && settings.builderLingerMs > 0) {
+        yield* Effect.sleep(Duration.millis(settings.builderLingerMs))
+      }
     }).pipe(Effect.forever)
 
   // Reclaiming while the database is down would only move entries between stuck consumers and count deliveries

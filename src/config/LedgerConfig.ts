@@ -43,6 +43,11 @@ export interface LedgerSettings {
    * may stay pending before another consumer reclaims it (its consumer is presumed dead) */
   readonly builderConsumers: number
   readonly builderBatchSize: number
+  /**
+   * how long a consumer waits after a batch smaller than `builderBatchSize` before it reads again: captures gather
+   * into fewer, larger transactions (the database's work per decision falls), decisions appear at most this much later
+   */
+  readonly builderLingerMs: number
   readonly reclaimIdleMs: number
   /** largest gateway request body accepted, bytes */
   readonly gatewayMaxBodyBytes: number
@@ -221,6 +226,7 @@ export const settingsConfig: Config.Config<LedgerSettings> = Config.all({
   maxDeliveries: Config.Int("LEDGER_MAX_DELIVERIES").pipe(Config.withDefault(5)),
   builderConsumers: Config.Int("LEDGER_BUILDER_CONSUMERS").pipe(Config.withDefault(2)),
   builderBatchSize: Config.Int("LEDGER_BUILDER_BATCH_SIZE").pipe(Config.withDefault(500)),
+  builderLingerMs: Config.Int("LEDGER_BUILDER_LINGER_MS").pipe(Config.withDefault(100)),
   reclaimIdleMs: Config.Int("LEDGER_RECLAIM_IDLE_MS").pipe(Config.withDefault(60_000)),
   gatewayMaxBodyBytes: Config.Int("LEDGER_GATEWAY_MAX_BODY_BYTES").pipe(Config.withDefault(10 * 1024 * 1024)),
   gatewayAuthStaleHours: Config.Number("LEDGER_GATEWAY_AUTH_STALE_HOURS").pipe(Config.withDefault(12)),
@@ -272,6 +278,7 @@ export const settingsConfig: Config.Config<LedgerSettings> = Config.all({
     maxDeliveries: c.maxDeliveries,
     builderConsumers: c.builderConsumers,
     builderBatchSize: c.builderBatchSize,
+    builderLingerMs: Math.max(0, c.builderLingerMs),
     reclaimIdleMs: c.reclaimIdleMs,
     gatewayMaxBodyBytes: c.gatewayMaxBodyBytes,
     gatewayAuthStaleMs: Math.max(0, c.gatewayAuthStaleHours) * 3_600_000,

@@ -29,6 +29,8 @@ export const testSettings = (overrides: Partial<LedgerSettings> = {}): LedgerSet
   maxDeliveries: 5,
   builderConsumers: 2,
   builderBatchSize: 500,
+  // builds show at once: tests wait for decisions one call at a time
+  builderLingerMs: 0,
   reclaimIdleMs: 60_000,
   gatewayMaxBodyBytes: 10 * 1024 * 1024,
   gatewayAuthStaleMs: 12 * 3_600_000,
