@@ -71,25 +71,32 @@ process.on("exit", () => {
   for (const child of children) if (running(child)) child.kill("SIGTERM")
 })
 
-/** Stops every child and waits for them to exit: a gateway publishes the captures it still holds as it stops. */
-export const stopChildren = () =>
-  Promise.all(children.filter(running).map((child) =>
+/**
+ * Stops the children given (every child by default) and waits for them to exit: a gateway publishes the captures it
+ * still holds as it stops.
+ */
+export const stopChildren = (which: ReadonlyArray<ChildProcess> = children) =>
+  Promise.all(which.filter(running).map((child) =>
     new Promise<void>((resolve) => {
       child.once("exit", () => resolve())
       child.kill("SIGTERM")
     })
   ))
 
-/** Starts a child, resolves with the first line it prints on stdout. */
-export const startChild = (command: Array<string>, env: NodeJS.ProcessEnv, readyLine?: RegExp, cwd = ROOT) =>
+/**
+ * Starts a child, resolves with the first line it prints on stdout (matching `readyLine` if given), or at once with
+ * `readyLine` null.
+ */
+export const startChild = (command: Array<string>, env: NodeJS.ProcessEnv, readyLine?: RegExp | null, cwd = ROOT) =>
   new Promise<{ child: ChildProcess; line: string; stderr: () => string }>((resolve, reject) => {
     const child = spawn(process.execPath, command, { cwd, env, stdio: ["ignore", "pipe", "pipe"] })
     children.push(child)
+    if (readyLine === null) resolve({ child, line: "", stderr: () => err })
     let out = ""
     let err = ""
     child.stdout!.on("data", (chunk: Buffer) => {
       out += chunk.toString()
-      const line = out.split("\n").find((l) => readyLine === undefined ? l.trim() !== "" : readyLine.test(l))
+      const line = out.split("\n").find((l) => readyLine === undefined || readyLine === null ? l.trim() !== "" : readyLine.test(l))
       if (line !== undefined) resolve({ child, line, stderr: () => err })
     })
     child.stderr!.on("data", (chunk: Buffer) => {
@@ -102,9 +109,9 @@ export const waitFor = async (url: string) => {
   const deadline = Date.now() + 60_000
   while (Date.now() < deadline) {
     try {
-      if ((await fetch(url)).ok) return
+      if ((await fetch(url, { signal: AbortSignal.timeout(5_000) })).ok) return
     } catch {
-      // not listening yet
+      // not listening (or not answering) yet
     }
     await new Promise((resolve) => setTimeout(resolve, 100))
   }
