@@ -15,6 +15,7 @@
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { type BatchId, compareIds } from "./CaptureStream.ts"
+import { syncAndClose, writeAll } from "./files.ts"
 
 const FILE = "published.ndjson"
 const HEADER = /^@([\w-]+):(\d{1,16}) (\S+) (\d+)$/
@@ -99,9 +100,8 @@ export class Retention {
   add(batch: BatchId, head: string, payloads: ReadonlyArray<string>): number {
     let text = `@${batch.producer}:${batch.seq} ${head} ${payloads.length}\n`
     for (const payload of payloads) text += payload + "\n"
-    const bytes = Buffer.byteLength(text)
     this.ensureOpen()
-    Fs.writeSync(this.fd, text, this.size)
+    const bytes = writeAll(this.fd, text, this.size)
     this.kept.push({ batch, head, entries: payloads.length, start: this.size, end: this.size + bytes })
     this.size += bytes
     this.entries += payloads.length
@@ -140,12 +140,9 @@ export class Retention {
   /** Flushes to disk and closes; a later add reopens the file. */
   close(): void {
     if (this.fd < 0) return
-    try {
-      Fs.fsyncSync(this.fd)
-    } finally {
-      Fs.closeSync(this.fd)
-      this.fd = -1
-    }
+    const fd = this.fd
+    this.fd = -1
+    syncAndClose(fd)
   }
 
   /** Reads the batches a previous run left; returns the length of the complete ones. */

@@ -24,6 +24,7 @@
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { type BatchId, batchIds } from "./CaptureStream.ts"
+import { syncAndClose, writeAll } from "./files.ts"
 
 const FILE = "captures.ndjson"
 const CURSOR = "captures.cursor"
@@ -266,22 +267,16 @@ export class Spool {
   /** Flushes to disk and closes; a later append reopens the file. */
   close(): void {
     if (this.fd < 0) return
-    try {
-      Fs.fsyncSync(this.fd)
-    } finally {
-      Fs.closeSync(this.fd)
-      this.fd = -1
-    }
+    const fd = this.fd
+    this.fd = -1
+    syncAndClose(fd)
   }
 
   /** Appends `lines` lines of text as one write. */
   private write(text: string, lines: number): void {
     if (lines === 0) return
-    const bytes = Buffer.from(text, "utf8")
     this.ensureOpen()
-    let written = 0
-    while (written < bytes.length) written += Fs.writeSync(this.fd, bytes, written, bytes.length - written)
-    this.size += bytes.length
+    this.size += writeAll(this.fd, text, this.size)
     this.lines += lines
   }
 

@@ -25,6 +25,10 @@ const decisionsSince = (stack: RecordingStack, from: number, count: number) =>
     return yield* Effect.forEach(captures.slice(from), (capture) => stack.decision(capture.ledger_id))
   })
 
+/** Runs `codex exec` through the stack's gateway on `model`. */
+const codexThrough = (stack: RecordingStack, prompt: string, model: string, options: { readonly websockets?: boolean } = {}) =>
+  runCodex(prompt, { gatewayUrl: stack.gatewayUrl, gatewayKey: stack.gatewayKey, providerKey: PROVIDER_KEY, model, ...options })
+
 const answerOf = (decision: Decision) => decision.logic_trace.filter((step) => step.kind === "answer" || step.kind === "tool_call").at(-1)
 
 describe("the agents people run, through the gateway", () => {
@@ -63,12 +67,7 @@ describe("the agents people run, through the gateway", () => {
       Effect.gen(function*() {
         const stack = yield* Stack
         const start = (yield* stack.captures).length
-        const result = yield* runCodex("[[runs:3:echo hello-from-codex]]", {
-          gatewayUrl: stack.gatewayUrl,
-          gatewayKey: stack.gatewayKey,
-          providerKey: PROVIDER_KEY,
-          model: "anthropic/claude-sonnet-4-6"
-        })
+        const result = yield* codexThrough(stack, "[[runs:3:echo hello-from-codex]]", "anthropic/claude-sonnet-4-6")
         assert.strictEqual(result.code, 0, result.stderr)
         assert.match(result.stdout, /Tool said: [\s\S]*hello-from-codex 3/)
 
@@ -103,13 +102,7 @@ describe("the agents people run, through the gateway", () => {
       Effect.gen(function*() {
         const stack = yield* Stack
         const start = (yield* stack.captures).length
-        const result = yield* runCodex("[[run:echo hello-over-websocket]]", {
-          gatewayUrl: stack.gatewayUrl,
-          gatewayKey: stack.gatewayKey,
-          providerKey: PROVIDER_KEY,
-          model: "anthropic/claude-sonnet-4-6",
-          websockets: true
-        })
+        const result = yield* codexThrough(stack, "[[run:echo hello-over-websocket]]", "anthropic/claude-sonnet-4-6", { websockets: true })
         assert.strictEqual(result.code, 0, result.stderr)
         assert.match(result.stdout, /Tool said: [\s\S]*hello-over-websocket/)
         assert.notInclude(result.stderr, "Falling back from WebSockets", "Codex stayed on the socket")
@@ -134,12 +127,7 @@ describe("the agents people run, through the gateway", () => {
       Effect.gen(function*() {
         const stack = yield* Stack
         const start = (yield* stack.captures).length
-        const result = yield* runCodex("Summarise the ledger in one line", {
-          gatewayUrl: stack.gatewayUrl,
-          gatewayKey: stack.gatewayKey,
-          providerKey: PROVIDER_KEY,
-          model: "gpt-5.5"
-        })
+        const result = yield* codexThrough(stack, "Summarise the ledger in one line", "gpt-5.5")
         assert.strictEqual(result.code, 0, result.stderr)
         const [decision] = yield* decisionsSince(stack, start, 1)
         assert.deepStrictEqual([decision!.provider, decision!.model, decision!.intent], ["openai", "gpt-5.5", "summarization"])

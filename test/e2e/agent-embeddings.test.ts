@@ -5,6 +5,7 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
 import OpenAI from "openai"
+import { gatewayClient } from "../support/openai-client.ts"
 import { type RecordingStack, recordingStack } from "../support/recording-stack.ts"
 
 const PROVIDER_KEY = "sk-provider-embeddings-0123456789"
@@ -12,14 +13,7 @@ const PROVIDER_KEY = "sk-provider-embeddings-0123456789"
 class Stack extends Context.Service<Stack, RecordingStack>()("test/EmbeddingsStack") {}
 const StackLive = Layer.effect(Stack, recordingStack())
 
-const clientFor = (stack: RecordingStack) =>
-  new OpenAI({
-    baseURL: stack.baseURL,
-    apiKey: stack.gatewayKey,
-    defaultQuery: { agent_id: "indexer" },
-    defaultHeaders: { "x-service-provider-api-key": PROVIDER_KEY },
-    maxRetries: 0
-  })
+const clientFor = (stack: RecordingStack) => gatewayClient(stack, { query: { agent_id: "indexer" }, providerKey: PROVIDER_KEY })
 
 const INPUTS = ["The payment service retries three times.", "Invoices are due in thirty days."]
 

@@ -9,6 +9,7 @@ import { Context, Effect, Layer } from "effect"
 import OpenAI from "openai"
 import type { ResponseInputItem } from "openai/resources/responses/responses"
 import { FAKE_CACHE_READ_TOKENS, FAKE_REASONING } from "../support/fake-providers.ts"
+import { gatewayClient } from "../support/openai-client.ts"
 import { type RecordingStack, recordingStack } from "../support/recording-stack.ts"
 
 const PROVIDER_KEY = "sk-provider-responses-0123456789"
@@ -17,13 +18,7 @@ class Stack extends Context.Service<Stack, RecordingStack>()("test/ResponsesStac
 const StackLive = Layer.effect(Stack, recordingStack())
 
 const clientFor = (stack: RecordingStack, query: Record<string, string> = { agent_id: "responses-agent" }) =>
-  new OpenAI({
-    baseURL: stack.baseURL,
-    apiKey: stack.gatewayKey,
-    defaultQuery: query,
-    defaultHeaders: { "x-service-provider-api-key": PROVIDER_KEY },
-    maxRetries: 0
-  })
+  gatewayClient(stack, { query, providerKey: PROVIDER_KEY })
 
 const TOOLS: Array<OpenAI.Responses.Tool> = [
   { type: "function", name: "lookup_invoice", description: "Find an invoice", parameters: { type: "object", properties: { query: { type: "string" } } }, strict: false },
@@ -31,6 +26,17 @@ const TOOLS: Array<OpenAI.Responses.Tool> = [
 ]
 
 const headerLedgerId = (response: Response) => response.headers.get("x-ledger-id")!
+
+/** The second call's decision continues the first's: linked to it, in its session, its logic trace all four turns. */
+const assertContinues = (stack: RecordingStack, first: Response, second: Response, turns: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    const before = yield* stack.decision(headerLedgerId(first))
+    // linked whichever of the two a builder stored first
+    const after = yield* stack.decision(headerLedgerId(second), (decision) => decision.previous_ledger_id !== null)
+    assert.strictEqual(after.previous_ledger_id, before.ledger_id)
+    assert.strictEqual(after.session_id, before.session_id)
+    assert.deepStrictEqual(after.logic_trace.map((step) => step.text), turns)
+  })
 
 describe("the Responses API through the gateway", () => {
   layer(StackLive, { timeout: 60_000, excludeTestServices: true })((it) => {
@@ -164,12 +170,7 @@ describe("the Responses API through the gateway", () => {
           ["user", "What is my invoice number?"]
         ])
 
-        const before = yield* stack.decision(headerLedgerId(firstResponse))
-        // linked whichever of the two a builder stored first
-        const after = yield* stack.decision(headerLedgerId(secondResponse), (decision) => decision.previous_ledger_id !== null)
-        assert.strictEqual(after.previous_ledger_id, before.ledger_id)
-        assert.strictEqual(after.session_id, before.session_id)
-        assert.deepStrictEqual(after.logic_trace.map((step) => step.text), [
+        yield* assertContinues(stack, firstResponse, secondResponse, [
           "My invoice number is INV-42.",
           "Fake answer to: My invoice number is INV-42.",
           "What is my invoice number?",
@@ -190,11 +191,7 @@ describe("the Responses API through the gateway", () => {
         const second = yield* Effect.promise(() =>
           client.responses.create({ model: "gpt-5.1", previous_response_id: first.data.id, input: "Which code?" }).withResponse()
         )
-        const before = yield* stack.decision(headerLedgerId(first.response))
-        const after = yield* stack.decision(headerLedgerId(second.response), (decision) => decision.previous_ledger_id !== null)
-        assert.strictEqual(after.previous_ledger_id, before.ledger_id)
-        assert.strictEqual(after.session_id, before.session_id)
-        assert.deepStrictEqual(after.logic_trace.map((step) => step.text), [
+        yield* assertContinues(stack, first.response, second.response, [
           "Remember the code PAY-77.",
           "Fake answer to: Remember the code PAY-77.",
           "Which code?",

@@ -13,6 +13,7 @@ import type { Capture } from "../../src/domain/capture.ts"
 import { MAX_ID_LENGTH } from "../../src/domain/identifiers.ts"
 import { COMPAT_UPSTREAM, type GatewayStack, gatewayStack } from "../support/gateway-stack.ts"
 import { testDatabase } from "../support/db.ts"
+import { gatewayClient } from "../support/openai-client.ts"
 import { pgProxy } from "../support/pg-proxy.ts"
 import { tcpProxyTo } from "../support/tcp-proxy.ts"
 
@@ -264,13 +265,10 @@ describe("gateway errors", () => {
         const stack = yield* Stack
         // through a TCP hop, as across a network: a connection reset reaches the client before what it has not read
         const hop = yield* tcpProxyTo(stack.gatewayUrl, 80)
-        const client = new OpenAI({
-          baseURL: `${hop.url.replace(/\/$/, "")}/v1`,
-          apiKey: stack.gatewayKey,
-          defaultQuery: { agent_id: "agent-errors" },
-          defaultHeaders: { "x-service-provider-api-key": PROVIDER_KEY },
-          maxRetries: 0
-        })
+        const client = gatewayClient(
+          { baseURL: `${hop.url.replace(/\/$/, "")}/v1`, gatewayKey: stack.gatewayKey },
+          { query: { agent_id: "agent-errors" }, providerKey: PROVIDER_KEY }
+        )
         for (const size of [MAX_BODY * 4, 32 * 1024 * 1024]) {
           const error = yield* Effect.promise(() =>
             client.chat.completions.create({ model: "openai/gpt-4o", messages: [{ role: "user", content: "x".repeat(size) }] }).then(
@@ -401,13 +399,7 @@ describe("gateway errors", () => {
       Effect.gen(function*() {
         const stack = yield* Stack
         for (const prefix of ["openai", "anthropic", "gemini", "bedrock"]) {
-          const client = new OpenAI({
-            baseURL: stack.baseURL,
-            apiKey: stack.gatewayKey,
-            defaultQuery: { agent_id: "agent-errors" },
-            defaultHeaders: { "x-service-provider-api-key": PROVIDER_KEY },
-            maxRetries: 0
-          })
+          const client = gatewayClient(stack, { query: { agent_id: "agent-errors" }, providerKey: PROVIDER_KEY })
           const { data: stream, response } = yield* Effect.promise(() =>
             client.chat.completions.create({
               model: `${prefix}/m`,

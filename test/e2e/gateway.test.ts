@@ -13,6 +13,7 @@ import { type Capture, captureUsage } from "../../src/domain/capture.ts"
 import { uuidv7, uuidv7Time } from "../../src/gateway/uuidv7.ts"
 import { COMPAT_UPSTREAM, type GatewayStack, gatewayStack } from "../support/gateway-stack.ts"
 import type { FakeProviderType, RecordedRequest } from "../support/fake-providers.ts"
+import { gatewayClient } from "../support/openai-client.ts"
 
 const PROVIDER_KEY = "sk-provider-test-0123456789"
 const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
@@ -52,13 +53,7 @@ const TOOLS: Array<OpenAI.Chat.Completions.ChatCompletionTool> = [{
 const PNG_DATA_URL = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGD4DwABBAEAwS2OUAAAAABJRU5ErkJggg=="
 
 const clientFor = (stack: GatewayStack, query: Record<string, string> = { agent_id: "agent-e2e", agent_name: "E2E agent", execution_id: "exec-1" }) =>
-  new OpenAI({
-    baseURL: stack.baseURL,
-    apiKey: stack.gatewayKey,
-    defaultQuery: query,
-    defaultHeaders: { "x-service-provider-api-key": PROVIDER_KEY },
-    maxRetries: 0
-  })
+  gatewayClient(stack, { query, providerKey: PROVIDER_KEY })
 
 const lastRequest = (stack: GatewayStack, type: FakeProviderType): RecordedRequest => {
   const requests = stack.fake.requestsOf(type)

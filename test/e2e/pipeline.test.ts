@@ -12,6 +12,7 @@ import { Health } from "../../src/ops/Health.ts"
 import { PipelineMetrics } from "../../src/ops/PipelineMetrics.ts"
 import { LedgerQuery } from "../../src/query/LedgerQuery.ts"
 import { gatewayStack } from "../support/gateway-stack.ts"
+import { gatewayClient } from "../support/openai-client.ts"
 
 const PROVIDER_KEY = "sk-provider-test-0123456789"
 
@@ -19,12 +20,9 @@ describe("pipeline: gateway → stream → builder → query layer", () => {
   it.live("every call through the gateway becomes a decision, visible over the query layer", () =>
     Effect.gen(function*() {
       const stack = yield* gatewayStack({ layer: Layer.mergeAll(BuilderLive, LedgerQuery.layer) })
-      const client = new OpenAI({
-        baseURL: stack.baseURL,
-        apiKey: stack.gatewayKey,
-        defaultQuery: { agent_id: "agent-pipeline", agent_name: "Pipeline agent", execution_id: "run-42" },
-        defaultHeaders: { "x-service-provider-api-key": PROVIDER_KEY },
-        maxRetries: 0
+      const client = gatewayClient(stack, {
+        query: { agent_id: "agent-pipeline", agent_name: "Pipeline agent", execution_id: "run-42" },
+        providerKey: PROVIDER_KEY
       })
       const call = (model: string, content: string, extra: Partial<OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming> = {}) =>
         Effect.promise(async () => {

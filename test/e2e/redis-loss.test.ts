@@ -4,42 +4,18 @@
  * stays away for 8 s under load, and comes back empty. Every call is answered, and every answered call becomes a
  * decision exactly once: the gateway publishes again what Redis lost, and the builders drop what they had built.
  */
-import { PgClient } from "@effect/sql-pg"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Option, Redacted } from "effect"
 import { PrometheusMetrics } from "effect/observability"
-import { createClient } from "redis"
-import { callLoad } from "../support/call-load.ts"
+import { assertNothingLost, awayUnderLoad, callLoad } from "../support/call-load.ts"
 import { testDatabase } from "../support/db.ts"
 import { pgProxy } from "../support/pg-proxy.ts"
 import { recordingStack } from "../support/recording-stack.ts"
+import { streamLength } from "../support/redis.ts"
 import { privateRedis } from "../support/redis-server.ts"
-
-const OUTAGE_MS = 8_000
 
 const metric = (name: string) =>
   Effect.map(PrometheusMetrics.format(), (text) => Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, "m").exec(text)?.[1] ?? 0))
-
-/** How many decision rows each answered ledger id has. */
-export const decisionRows = (databaseUrl: string, ledgerIds: ReadonlyArray<string>) =>
-  PgClient.PgClient.use((sql) =>
-    sql<{ rows: number; distinct: number }>`
-      SELECT count(*)::int AS rows, count(DISTINCT ledger_id)::int AS distinct
-      FROM decisions WHERE ledger_id::text = ANY(${[...ledgerIds]})`
-  ).pipe(
-    Effect.map(([row]) => row!),
-    Effect.provide(PgClient.layer({ url: Redacted.make(databaseUrl), maxConnections: 1 }))
-  )
-
-const streamLength = (url: string, key: string) =>
-  Effect.promise(async () => {
-    const client = await createClient({ url }).connect()
-    try {
-      return await client.xLen(key)
-    } finally {
-      client.destroy()
-    }
-  })
 
 describe("when Redis comes back empty", () => {
   it.live("with a backlog it held: every call answered, every answered call a decision exactly once", () =>
@@ -58,25 +34,11 @@ describe("when Redis comes back empty", () => {
       const backlog = yield* streamLength(redis.url, stack.settings.streamKey)
       assert.isAbove(backlog, 50, "a backlog in the stream when Redis goes")
 
-      yield* redis.stop
-      const answeredBeforeOutage = load.answered.length
-      yield* Effect.sleep(OUTAGE_MS)
-      assert.isAbove(load.answered.length - answeredBeforeOutage, 50, "calls answered while Redis was away")
-      yield* redis.start
+      yield* awayUnderLoad(load, redis, { ms: 8_000, atLeast: 50 })
       assert.isBelow(yield* streamLength(redis.url, stack.settings.streamKey), backlog, "Redis came back without the backlog")
       yield* postgres.start
       yield* Effect.sleep(1_000)
-      yield* load.stop
-
-      assert.deepStrictEqual(load.failures.slice(0, 5), [], `every call was answered (${load.failures.length} were not)`)
-      const answered = load.answered
-      const deadline = Date.now() + 60_000
-      let built = yield* decisionRows(database.url, answered)
-      while (built.distinct < answered.length && Date.now() < deadline) {
-        yield* Effect.sleep(250)
-        built = yield* decisionRows(database.url, answered)
-      }
-      assert.deepStrictEqual(built, { rows: answered.length, distinct: answered.length }, "every answered call a decision, once")
+      yield* assertNothingLost(load, database.url)
       assert.isAbove((yield* metric("ledger_capture_republished_total")) - republishedBefore, 0, "what Redis lost was published again")
     }), { timeout: 120_000 })
 })

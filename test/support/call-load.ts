@@ -5,10 +5,12 @@
  *
  *   const load = yield* callLoad(gatewayUrl, gatewayKey, { concurrency: 8 })
  *   ... cut something ...
- *   yield* load.stop
- *   assert.deepStrictEqual(load.failures, [])
+ *   yield* awayUnderLoad(load, postgres)        // cut for 8 s; calls must keep being answered
+ *   yield* assertNothingLost(load, databaseUrl)  // stops the load; every answered call a decision exactly once
  */
-import { Effect, Fiber } from "effect"
+import { PgClient } from "@effect/sql-pg"
+import { assert } from "@effect/vitest"
+import { Effect, Fiber, Redacted } from "effect"
 
 export interface CallLoad {
   /** ledger ids of the calls answered in full, in the order they finished */
@@ -54,4 +56,50 @@ export const callLoad = (gatewayUrl: string, gatewayKey: string, options: { read
       return Fiber.joinAll(workers)
     })
     return { answered, failures, stop } satisfies CallLoad
+  })
+
+/** How many decision rows the given ledger ids have, and how many distinct. */
+export const decisionRows = (databaseUrl: string, ledgerIds: ReadonlyArray<string>) =>
+  PgClient.PgClient.use((sql) =>
+    sql<{ rows: number; distinct: number }>`
+      SELECT count(*)::int AS rows, count(DISTINCT ledger_id)::int AS distinct
+      FROM decisions WHERE ledger_id::text = ANY(${[...ledgerIds]})`
+  ).pipe(
+    Effect.map(([row]) => row!),
+    Effect.provide(PgClient.layer({ url: Redacted.make(databaseUrl), maxConnections: 1 }))
+  )
+
+/**
+ * Stops the load; then every call was answered, and every answered call is a decision exactly once (within 60 s).
+ * Returns how many were answered.
+ */
+export const assertNothingLost = (load: CallLoad, databaseUrl: string) =>
+  Effect.gen(function*() {
+    yield* load.stop
+    assert.deepStrictEqual(load.failures.slice(0, 5), [], `every call was answered (${load.failures.length} were not)`)
+    const answered = load.answered
+    const deadline = Date.now() + 60_000
+    let built = yield* decisionRows(databaseUrl, answered)
+    while (built.distinct < answered.length && Date.now() < deadline) {
+      yield* Effect.sleep(250)
+      built = yield* decisionRows(databaseUrl, answered)
+    }
+    assert.deepStrictEqual(built, { rows: answered.length, distinct: answered.length }, "every answered call a decision, once")
+    return answered.length
+  })
+
+/** A part the test can take away and bring back (a TCP proxy in front of a server, or a server of the test's own). */
+export interface Removable {
+  readonly stop: Effect.Effect<void>
+  readonly start: Effect.Effect<void>
+}
+
+/** Takes `part` away for `ms` under the load, asserts that at least `atLeast` calls were answered meanwhile, brings it back. */
+export const awayUnderLoad = (load: CallLoad, part: Removable, options: { readonly ms: number; readonly atLeast: number }) =>
+  Effect.gen(function*() {
+    yield* part.stop
+    const before = load.answered.length
+    yield* Effect.sleep(options.ms)
+    assert.isAbove(load.answered.length - before, options.atLeast, "calls kept being answered")
+    yield* part.start
   })

@@ -37,3 +37,14 @@ export const redisAdmin = Effect.acquireRelease(
 
 /** A proxy in front of the test Redis, to cut the connection to the real server and restore it. */
 export const tcpProxy = tcpProxyTo(TEST_REDIS_URL, 6379)
+
+/** How many entries a stream holds on the Redis at `url` (0 when it does not exist). */
+export const streamLength = (url: string, key: string) =>
+  Effect.promise(async () => {
+    const client = await createClient({ url }).connect()
+    try {
+      return await client.xLen(key)
+    } finally {
+      client.destroy()
+    }
+  })

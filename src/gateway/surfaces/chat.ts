@@ -4,7 +4,7 @@
  */
 import { gatewayError } from "../GatewayServer.ts"
 import type { ChatRequest, ProviderError } from "../providers/index.ts"
-import { callContext, isObject, openAIErrorText, type PlanInput, routed, type Surface } from "./surface.ts"
+import { callContext, isObject, openAIErrorText, optionalBoolean, type PlanInput, routed, type Surface } from "./surface.ts"
 
 export const CHAT_COMPLETIONS = "POST /v1/chat/completions"
 
@@ -20,10 +20,8 @@ const validate = (request: Record<string, unknown>): ProviderError | undefined =
       return gatewayError(400, `messages[${i}] must be an object with a string role`, "invalid_parameter", `messages[${i}]`)
     }
   }
-  const stream = request.stream
-  if (stream !== undefined && stream !== null && typeof stream !== "boolean") {
-    return gatewayError(400, "stream must be a boolean", "invalid_parameter", "stream")
-  }
+  const stream = optionalBoolean(request, "stream")
+  if (typeof stream !== "boolean") return stream
   const options = request.stream_options
   if (options !== undefined && options !== null && !isObject(options)) {
     return gatewayError(400, "stream_options must be an object", "invalid_parameter", "stream_options")
