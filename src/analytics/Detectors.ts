@@ -62,6 +62,8 @@ const PROVIDER_TYPES: ReadonlySet<string> = new Set(["openai", "azure", "anthrop
 /** Decisions looked at per detector pass. */
 const PASS_SIZE = 2_000
 const LINKED_DECISIONS = 50
+/** Most repeats of one call a loop pass reads (the newest); a loop past it is reported at this many repeats. */
+const LOOP_READ_LIMIT = 200
 
 const insightsDetected = Metric.counter("ledger_analytics_insights_detected_total", {
   description: "Insights written or refreshed by the detectors",
@@ -322,9 +324,13 @@ const rightSizingRule = (keys: ReadonlyArray<{ agent_id: string; model: string; 
 /**
  * Loops and low-quality streaks in the sessions of new decisions. Only what a new decision can change is read, so a
  * pass costs the same on the thousandth decision of a session as on the fifth: for loops, the session's repeats of
- * each new decision's call signature; for streaks, the session's answered decisions from the last one that broke a
- * streak (quality at or above the threshold) before the earliest new decision. Both lists are probed session by
- * session (LATERAL with ORDER BY, which Postgres does not flatten into a join over the workspace).
+ * each new decision's call signature within the loop window around the new ones — only a window holding a new
+ * decision can hold a longer run than the one reported already (writeFindings keeps the longer), and at most
+ * LOOP_READ_LIMIT of them, the newest (a loop at hundreds of calls a second re-read in full made every pass cost
+ * more than the last: 0.1–1 s a pass at 500 calls/s, bench/RESULTS.md); for streaks, the session's answered
+ * decisions from the last one that broke a streak (quality at or above the threshold) before the earliest new
+ * decision. Both lists are probed session by session (LATERAL with ORDER BY, which Postgres does not flatten into a
+ * join over the workspace).
  */
 const sessionRules = (fresh: ReadonlyArray<NewDecision>) =>
   Effect.gen(function*() {
@@ -332,16 +338,31 @@ const sessionRules = (fresh: ReadonlyArray<NewDecision>) =>
     const sql = yield* ScopedSql
     const findings: Array<Finding> = []
     const loop = RULES.loop
-    const signatures = [...new Map(fresh.map((d) => [`${d.session_id}/${d.call_signature}`, d])).values()]
+    // per session and signature, the span of its new decisions: windows holding one of them reach a window before
+    // the earliest and after the latest
+    const spans = new Map<string, { session_id: string; signature: string; from: number; to: number }>()
+    for (const d of fresh) {
+      const key = `${d.session_id}/${d.call_signature}`
+      const at = d.created_at.getTime()
+      const span = spans.get(key) ?? { session_id: d.session_id, signature: d.call_signature, from: at, to: at }
+      span.from = Math.min(span.from, at)
+      span.to = Math.max(span.to, at)
+      spans.set(key, span)
+    }
+    const windowMs = loop.window_minutes * 60_000
+    const groups = [...spans.values()]
     const repeats = yield* sql<{ session_id: string; agent_id: string; signature: string; ledger_ids: Array<string>; times: Array<Date> }>`
       SELECT f.session_id::text AS session_id, min(r.agent_id) AS agent_id, f.signature,
         array_agg(r.ledger_id::text ORDER BY r.created_at, r.ledger_id) AS ledger_ids,
         array_agg(r.created_at ORDER BY r.created_at, r.ledger_id) AS times
-      FROM unnest(${signatures.map((d) => d.session_id)}::uuid[], ${signatures.map((d) => d.call_signature)}::text[]) AS f(session_id, signature)
+      FROM unnest(${groups.map((g) => g.session_id)}::uuid[], ${groups.map((g) => g.signature)}::text[],
+        ${groups.map((g) => new Date(g.from - windowMs).toISOString())}::timestamptz[],
+        ${groups.map((g) => new Date(g.to + windowMs).toISOString())}::timestamptz[]) AS f(session_id, signature, from_at, to_at)
       CROSS JOIN LATERAL (
         SELECT r.agent_id, r.ledger_id, r.created_at FROM decision_search r
         WHERE r.session_id = f.session_id AND r.call_signature = f.signature
-        ORDER BY r.created_at, r.ledger_id) r
+          AND r.created_at >= f.from_at AND r.created_at <= f.to_at
+        ORDER BY r.created_at DESC, r.ledger_id DESC LIMIT ${LOOP_READ_LIMIT}) r
       GROUP BY f.session_id, f.signature HAVING count(*) >= ${loop.min_repeats}`
     // the longest run of repeats inside one window, per group
     const runs = repeats.flatMap((group) => {
@@ -378,7 +399,8 @@ const sessionRules = (fresh: ReadonlyArray<NewDecision>) =>
           first_at: first.toISOString(),
           last_at: last.toISOString(),
           repeated_cost_usd: round(wasted, 6),
-          rule: `the same newest input and answer (ids and numbers aside) ≥ ${loop.min_repeats} times within ${loop.window_minutes} min in one session`
+          rule: `the same newest input and answer (ids and numbers aside) ≥ ${loop.min_repeats} times within ${loop.window_minutes} min in one session ` +
+            `(repeats counted up to ${LOOP_READ_LIMIT})`
         },
         windowStart: first,
         windowEnd: last,
@@ -530,7 +552,10 @@ const writeFindings = (scope: WorkspaceScope, findings: ReadonlyArray<Finding>) 
       ON CONFLICT (tenant_id, workspace_id, dedup_key) DO UPDATE SET severity = EXCLUDED.severity, title = EXCLUDED.title,
         evidence = EXCLUDED.evidence, window_start = EXCLUDED.window_start, window_end = EXCLUDED.window_end,
         agent_ids = EXCLUDED.agent_ids, session_ids = EXCLUDED.session_ids, ledger_ids = EXCLUDED.ledger_ids,
-        updated_at = now()`
+        updated_at = now()
+      -- a loop pass sees the windows around new decisions only: a shorter run there leaves the longer one reported
+      WHERE insights.type <> 'loop'
+        OR (EXCLUDED.evidence->>'repeats')::int >= coalesce((insights.evidence->>'repeats')::int, 0)`
     yield* Metric.update(insightsDetected, findings.length)
   })
 

@@ -84,14 +84,20 @@ const readBatch = Effect.gen(function*() {
     LIMIT ${BATCH_SIZE}`
 })
 
-/** Decisions stamped shortly before the cursor that committed after it passed (concurrent builders), not yet materialised. */
+/**
+ * Decisions stamped shortly before the cursor that committed after it passed (concurrent builders), not yet
+ * materialised. One key probe of the search rows per decision (LATERAL … LIMIT 1): as `NOT EXISTS`, a planner
+ * without statistics on young tables took the window for a row or two and scanned every search row for each of
+ * its decisions — 14.8 s of a core at 500 decisions/s (bench/RESULTS.md, "Serve").
+ */
 const readLateBatch = Effect.gen(function*() {
   const sql = yield* ScopedSql
   const cursor = yield* progressOf
   return yield* sql<BuiltDecision>`
     SELECT ${sql.literal(BUILT_COLUMNS)} FROM decisions d
+    LEFT JOIN LATERAL (SELECT true AS done FROM decision_search s WHERE s.ledger_id = d.ledger_id LIMIT 1) s ON true
     WHERE d.built_at >= ${cursor.at}::timestamptz - ${COMMIT_OVERLAP}::interval AND d.built_at <= ${cursor.at}::timestamptz
-      AND NOT EXISTS (SELECT 1 FROM decision_search s WHERE s.ledger_id = d.ledger_id)
+      AND s.done IS NULL
     ORDER BY d.built_at, d.ledger_id
     LIMIT ${BATCH_SIZE}`
 })

@@ -189,11 +189,13 @@ describe("analytics lifecycle", () => {
         const fruits = ["apple", "pear", "plum", "fig", "kiwi", "lime", "date"]
         const merging = (n: number, minute: number) =>
           callLike(reporter, `merge/b${n}`, t0 + 5 * 60 * MINUTE + minute * MINUTE, `Summarize the ${fruits[n]} orchard report. [[truncate]]`, "merge-reporter")
-        // three passes: the streak b1–b6 ends at g2 and b7–b11 follows it; the loop grows to five repeats
+        // four passes: the streak b1–b6 ends at g2 and b7–b11 follows it; the loop grows to five repeats, then, in the
+        // same session but past its window, repeats four times more: a shorter run, which leaves the five reported
         const passes = [
           [good(1, 0), bad(1, 5), bad(2, 10), bad(3, 15), repeat(0), repeat(1)],
           [bad(4, 20), bad(5, 25), bad(6, 30), good(2, 35), bad(7, 40), repeat(2), repeat(3)],
-          [bad(8, 45), bad(9, 50), bad(10, 55), bad(11, 60), repeat(4)]
+          [bad(8, 45), bad(9, 50), bad(10, 55), bad(11, 60), repeat(4)],
+          [repeat(20), repeat(22), repeat(24), repeat(26)]
         ]
         passes[0]!.push(tied(0, -5), tied(1, 0), tied(2, 0), tied(3, 0), tied(4, 0), tied(5, 0), tie("good", 0, "Name the team that shipped most this sprint."))
         passes[1]!.push(tie("later", 5, "Summarize the quarter's retro themes. [[truncate]]"))
