@@ -1,12 +1,14 @@
 /**
  * The builder role: decision builder consumers (one consumer group across processes), the reclaimer, and the
- * analytics fibers (materialiser and detectors) that work on the decisions the builders commit.
+ * analytics fibers (materialiser and detectors) that work on the decisions the builders commit, and the planner
+ * statistics of the tables they write.
  */
 import { Layer } from "effect"
 import { BuilderWorkers, DecisionBuilder } from "../src/builder/DecisionBuilder.ts"
+import { PlannerStatistics } from "../src/store/PlannerStatistics.ts"
 import { AnalyticsLive } from "./Analytics.ts"
 
 /** The decision builder consumers and their reclaimer alone (tests that drive analytics themselves). */
 export const DecisionBuildersLive = BuilderWorkers.pipe(Layer.provide(DecisionBuilder.layer))
 
-export const BuilderLive = Layer.mergeAll(DecisionBuildersLive, AnalyticsLive)
+export const BuilderLive = Layer.mergeAll(DecisionBuildersLive, AnalyticsLive, PlannerStatistics.maintained)

@@ -1,16 +1,17 @@
 /**
  * The store: the owner's pool (migrated), the tenant-scoped client built on it, the control plane and
- * authentication. The raw pool is not part of this layer's output, so everything above the store reaches
- * the database only through `TenantSql`.
+ * authentication, and the planner statistics the builders keep fresh. The raw pool is not part of this layer's
+ * output, so everything above the store reaches the database only through `TenantSql`.
  */
 import { Layer } from "effect"
 import { Authenticator } from "../src/api/Authenticator.ts"
 import { Credentials } from "../src/store/Credentials.ts"
 import { DatabaseLive } from "../src/store/Database.ts"
+import { PlannerStatistics } from "../src/store/PlannerStatistics.ts"
 import { TenantSql } from "../src/store/TenantSql.ts"
 
 export const StoreLive = Authenticator.layer.pipe(
   Layer.provideMerge(Credentials.layer),
-  Layer.provideMerge(TenantSql.layer),
+  Layer.provideMerge(Layer.mergeAll(TenantSql.layer, PlannerStatistics.layer)),
   Layer.provide(DatabaseLive)
 )

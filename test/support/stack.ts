@@ -10,6 +10,7 @@ import { StoreLive } from "../../layers/Store.ts"
 import { Authenticator } from "../../src/api/Authenticator.ts"
 import { Credentials } from "../../src/store/Credentials.ts"
 import { DatabaseLive } from "../../src/store/Database.ts"
+import { PlannerStatistics } from "../../src/store/PlannerStatistics.ts"
 import { TenantSql } from "../../src/store/TenantSql.ts"
 import { LedgerConfig, type LedgerSettings } from "../../src/config/LedgerConfig.ts"
 import { testDatabase } from "./db.ts"
@@ -44,7 +45,7 @@ export const storeWithPoolLayer = (backend: Backend, overrides: Partial<LedgerSe
   Layer.unwrap(Effect.map(backendSettings(backend, overrides), (settings) =>
     Authenticator.layer.pipe(
       Layer.provideMerge(Credentials.layer),
-      Layer.provideMerge(TenantSql.layer),
+      Layer.provideMerge(Layer.mergeAll(TenantSql.layer, PlannerStatistics.layer)),
       Layer.provideMerge(DatabaseLive),
       Layer.provideMerge(LedgerConfig.layerFrom(settings))
     )
