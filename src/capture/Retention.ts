@@ -3,29 +3,47 @@
  * the spool until the builders' committed frontier passes it, so that a Redis that comes back without it (restarted
  * without persistence, a crash between fsyncs, a failover to a replica that was behind) can be given it again.
  *
- * Layout: `<dataDir>/spool/published.ndjson`, per batch a header line `@<producer>:<seq> <head> <count>` — `head`
- * the stream's newest id once the batch was in (none of its entries is newer) — then its `count` captures, one a
- * line. Batches are kept in the order they were published, so their heads only grow and what the frontier passes
- * is always a prefix: it is dropped by moving a start offset, and the file is emptied once nothing is left (or
- * rewritten when the dropped prefix is large). A batch cut short by a crash is dropped when the file is opened.
+ * Layout: segment files `<dataDir>/spool/published.<n>.ndjson`, n counting up; per batch a header line
+ * `@<producer>:<seq> <head> <count>` — `head` the stream's newest id once the batch was in (none of its entries is
+ * newer) — then its `count` captures, one a line. Batches are appended in the order they were published, so their
+ * heads only grow and what the frontier passes is always a prefix. A segment takes batches until it holds
+ * SEGMENT_BYTES; once the frontier has passed every batch in a segment that is no longer written to, the segment is
+ * deleted.
+ *
+ * Appends are synchronous (the page cache: microseconds). Nothing that frees disk blocks runs on the caller's
+ * thread: on a filesystem mounted with `discard` (common on cloud disks) freeing blocks waits for the device, and an
+ * `ftruncate` of this file on the gateway's event loop stalled calls for 5–13 ms (bench/RESULTS.md, "Serve"). So a
+ * passed segment is closed and unlinked in libuv's thread pool, and a file is never truncated while it is in use.
+ * A batch cut short by a crash is dropped when the files are opened.
  *
  * Bounded: past `maxBytes` the oldest batches are forgotten (they are then protected by Redis alone), and counted.
- * Synchronous like the spool; one process per data directory.
+ * One process per data directory.
  */
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { type BatchId, compareIds } from "./CaptureStream.ts"
 import { syncAndClose, writeAll } from "./files.ts"
 
-const FILE = "published.ndjson"
+const LEGACY_FILE = "published.ndjson"
+const SEGMENT = /^published\.(\d{1,12})\.ndjson$/
 const HEADER = /^@([\w-]+):(\d{1,16}) (\S+) (\d+)$/
-/** rewrite the file when this much at its start is already committed */
-const COMPACT_AFTER_BYTES = 64 * 1024 * 1024
+/** A segment takes batches until it is this large; then the next batch starts a new one. */
+const SEGMENT_BYTES = 16 * 1024 * 1024
+
+interface Segment {
+  readonly number: number
+  readonly path: string
+  readonly fd: number
+  size: number
+  /** its batches the frontier has not passed yet */
+  live: number
+}
 
 interface Kept {
   readonly batch: BatchId
   readonly head: string
   readonly entries: number
+  readonly segment: Segment
   /** file offsets of the header line's start and of the end of the batch's last line */
   readonly start: number
   readonly end: number
@@ -42,41 +60,70 @@ export interface RetainedBatch {
   readonly payloads: ReadonlyArray<string>
 }
 
+/** Closes and deletes a segment in the thread pool (freeing its blocks can wait for the disk). */
+const dispose = (segment: Segment) => Fs.close(segment.fd, () => Fs.unlink(segment.path, () => {}))
+
+/** Replaces a (closed) file by what it holds from `start` on, durably. */
+const rewriteFrom = (path: string, start: number) => {
+  const rest = Fs.readFileSync(path).subarray(start)
+  const temporary = `${path}.tmp`
+  const fd = Fs.openSync(temporary, "w")
+  writeAll(fd, rest, 0)
+  syncAndClose(fd)
+  Fs.renameSync(temporary, path)
+}
+
 export class Retention {
-  readonly path: string
-  private fd: number
+  readonly dir: string
   private readonly maxBytes: number
+  private readonly segmentBytes: number
   private kept: Array<Kept> = []
   /** index of the first batch still kept */
   private first = 0
-  private size: number
   private entries = 0
-  /** bytes of a batch cut short by a crash, dropped when the file was opened */
-  readonly droppedTornBytes: number
+  private bytes = 0
+  /** the segment batches are appended to (null: none yet, or closed) */
+  private current: Segment | null = null
+  private nextNumber = 0
+  /** bytes of batches cut short by a crash, dropped when the files were opened */
+  readonly droppedTornBytes: number = 0
 
-  private constructor(dir: string, maxBytes: number) {
+  private constructor(dir: string, maxBytes: number, segmentBytes: number) {
+    this.dir = dir
     this.maxBytes = maxBytes
-    this.path = Path.join(dir, FILE)
+    this.segmentBytes = segmentBytes
     Fs.mkdirSync(dir, { recursive: true })
-    this.fd = Fs.openSync(this.path, "a+")
-    const data = Fs.readFileSync(this.path)
-    const complete = this.load(data)
-    this.droppedTornBytes = data.length - complete
-    if (complete < data.length) Fs.ftruncateSync(this.fd, complete)
-    this.size = complete
+    // the single file of earlier versions is the first segment
+    const legacy = Path.join(dir, LEGACY_FILE)
+    if (Fs.existsSync(legacy)) Fs.renameSync(legacy, Path.join(dir, "published.0.ndjson"))
+    const numbers = Fs.readdirSync(dir).flatMap((name) => {
+      const match = SEGMENT.exec(name)
+      return match === null ? [] : [Number(match[1])]
+    }).sort((a, b) => a - b)
+    for (const number of numbers) {
+      const segment = this.openSegment(number)
+      const data = Fs.readFileSync(segment.path)
+      const complete = this.load(segment, data)
+      if (complete < data.length) {
+        // only the segment being written when the process died can end in a torn batch: cut it (at start-up, off
+        // the hot path) so the next batch appended to it begins on a line of its own
+        this.droppedTornBytes += data.length - complete
+        Fs.ftruncateSync(segment.fd, complete)
+      }
+      segment.size = complete
+      if (segment.live === 0) dispose(segment)
+      else this.current = segment
+      this.nextNumber = number + 1
+    }
   }
 
-  /** Opens (creating if needed) the retention file in `dir`, with what a previous run left in it. */
-  static open(dir: string, maxBytes: number): Retention {
-    return new Retention(dir, maxBytes)
+  /** Opens (creating if needed) the retention in `dir`, with what a previous run left in it. */
+  static open(dir: string, maxBytes: number, segmentBytes = SEGMENT_BYTES): Retention {
+    return new Retention(dir, maxBytes, segmentBytes)
   }
 
   get stats(): RetentionStats {
-    return {
-      batches: this.kept.length - this.first,
-      entries: this.entries,
-      bytes: this.first < this.kept.length ? this.size - this.kept[this.first]!.start : 0
-    }
+    return { batches: this.kept.length - this.first, entries: this.entries, bytes: this.bytes }
   }
 
   get isEmpty(): boolean {
@@ -100,13 +147,15 @@ export class Retention {
   add(batch: BatchId, head: string, payloads: ReadonlyArray<string>): number {
     let text = `@${batch.producer}:${batch.seq} ${head} ${payloads.length}\n`
     for (const payload of payloads) text += payload + "\n"
-    this.ensureOpen()
-    const bytes = writeAll(this.fd, text, this.size)
-    this.kept.push({ batch, head, entries: payloads.length, start: this.size, end: this.size + bytes })
-    this.size += bytes
+    const segment = this.writable()
+    const bytes = writeAll(segment.fd, text, segment.size)
+    this.kept.push({ batch, head, entries: payloads.length, segment, start: segment.size, end: segment.size + bytes })
+    segment.size += bytes
+    segment.live++
     this.entries += payloads.length
+    this.bytes += bytes
     let forgotten = 0
-    while (this.stats.bytes > this.maxBytes && this.kept.length - this.first > 1) forgotten += this.drop()
+    while (this.bytes > this.maxBytes && this.kept.length - this.first > 1) forgotten += this.drop()
     this.tidy()
     return forgotten
   }
@@ -119,34 +168,49 @@ export class Retention {
     return dropped
   }
 
-  /** Every batch kept, read back from the file, oldest first; the retention is empty afterwards. */
+  /** Every batch kept, read back from its segment, oldest first; the retention is empty afterwards. */
   takeAll(): Array<RetainedBatch> {
-    if (this.isEmpty) return []
-    const from = this.kept[this.first]!.start
-    const data = Buffer.allocUnsafe(this.size - from)
-    Fs.readSync(this.fd, data, 0, data.length, from)
     const batches: Array<RetainedBatch> = []
-    for (let i = this.first; i < this.kept.length; i++) {
-      const kept = this.kept[i]!
-      const lines = data.toString("utf8", kept.start - from, kept.end - from).split("\n")
+    while (!this.isEmpty) {
+      const kept = this.kept[this.first]!
+      const data = Buffer.allocUnsafe(kept.end - kept.start)
+      Fs.readSync(kept.segment.fd, data, 0, data.length, kept.start)
+      const lines = data.toString("utf8").split("\n")
       batches.push({ batch: kept.batch, payloads: lines.slice(1, 1 + kept.entries) })
+      this.drop()
     }
-    this.first = this.kept.length
-    this.entries = 0
     this.tidy()
     return batches
   }
 
-  /** Flushes to disk and closes; a later add reopens the file. */
+  /**
+   * Flushes to disk and closes the files; a later add starts a new segment. What the frontier has passed does not
+   * outlive the process (a later start must not take it for uncommitted): a segment holding nothing kept is
+   * deleted, and the oldest one is rewritten without its committed batches.
+   */
   close(): void {
-    if (this.fd < 0) return
-    const fd = this.fd
-    this.fd = -1
-    syncAndClose(fd)
+    const live = new Set(this.kept.slice(this.first).map((kept) => kept.segment))
+    if (this.current !== null && !live.has(this.current)) {
+      Fs.closeSync(this.current.fd)
+      Fs.rmSync(this.current.path, { force: true })
+    }
+    for (const segment of live) {
+      if (segment === this.current) syncAndClose(segment.fd)
+      else Fs.closeSync(segment.fd)
+    }
+    if (!this.isEmpty) {
+      const oldest = this.kept[this.first]!
+      if (oldest.start > 0) rewriteFrom(oldest.segment.path, oldest.start)
+    }
+    this.current = null
+    this.kept = []
+    this.first = 0
+    this.entries = 0
+    this.bytes = 0
   }
 
-  /** Reads the batches a previous run left; returns the length of the complete ones. */
-  private load(data: Buffer): number {
+  /** Reads the batches a previous run left in a segment; returns the length of the complete ones. */
+  private load(segment: Segment, data: Buffer): number {
     let at = 0
     while (at < data.length) {
       const newline = data.indexOf(0x0a, at)
@@ -157,47 +221,44 @@ export class Retention {
       let end = newline + 1
       for (let n = 0; n < entries && end !== 0; n++) end = data.indexOf(0x0a, end) + 1
       if (end === 0) break
-      this.kept.push({ batch: { producer: header[1]!, seq: Number(header[2]) }, head: header[3]!, entries, start: at, end })
+      this.kept.push({ batch: { producer: header[1]!, seq: Number(header[2]) }, head: header[3]!, entries, segment, start: at, end })
+      segment.live++
       this.entries += entries
+      this.bytes += end - at
       at = end
     }
     return at
   }
 
+  /** The segment to append to: the current one until it is full, then a new one. */
+  private writable(): Segment {
+    const current = this.current
+    if (current !== null && current.size < this.segmentBytes) return current
+    const segment = this.openSegment(this.nextNumber++)
+    this.current = segment
+    if (current !== null && current.live === 0) dispose(current)
+    return segment
+  }
+
+  private openSegment(number: number): Segment {
+    const path = Path.join(this.dir, `published.${number}.ndjson`)
+    return { number, path, fd: Fs.openSync(path, "a+"), size: 0, live: 0 }
+  }
+
   private drop(): number {
     const kept = this.kept[this.first++]!
     this.entries -= kept.entries
+    this.bytes -= kept.end - kept.start
+    // a segment no longer written to goes once the frontier has passed all of it
+    if (--kept.segment.live === 0 && kept.segment !== this.current) dispose(kept.segment)
     return kept.entries
   }
 
-  /** Empties the file when nothing is kept; rewrites it when much of its start is no longer needed. */
+  /** Lets go of the records of dropped batches once they are most of the list. */
   private tidy(): void {
-    if (this.isEmpty) {
-      this.kept = []
+    if (this.first > 1024 && this.first * 2 > this.kept.length) {
+      this.kept = this.kept.slice(this.first)
       this.first = 0
-      this.entries = 0
-      if (this.size > 0) {
-        this.ensureOpen()
-        Fs.ftruncateSync(this.fd, 0)
-        this.size = 0
-      }
-      return
     }
-    const from = this.kept[this.first]!.start
-    if (from < COMPACT_AFTER_BYTES || from < this.size / 2) return
-    const rest = Buffer.allocUnsafe(this.size - from)
-    Fs.readSync(this.fd, rest, 0, rest.length, from)
-    const temporary = `${this.path}.tmp`
-    Fs.writeFileSync(temporary, rest)
-    Fs.renameSync(temporary, this.path)
-    Fs.closeSync(this.fd)
-    this.fd = Fs.openSync(this.path, "a+")
-    this.kept = this.kept.slice(this.first).map((kept) => ({ ...kept, start: kept.start - from, end: kept.end - from }))
-    this.first = 0
-    this.size = rest.length
-  }
-
-  private ensureOpen(): void {
-    if (this.fd < 0) this.fd = Fs.openSync(this.path, "a+")
   }
 }

@@ -1,10 +1,12 @@
 /**
- * The capture retention on a real file: batches kept in publish order and dropped as the committed frontier passes
- * them, read back whole, bounded, surviving a reopen (a gateway restart), and a batch cut short by a crash dropped.
+ * The capture retention on real files: batches kept in publish order and dropped as the committed frontier passes
+ * them, read back whole, bounded, split into segments that are deleted once passed, surviving a reopen (a gateway
+ * restart) without what was committed, and a batch cut short by a crash dropped.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as Fs from "node:fs"
+import * as Path from "node:path"
 import { batchIds } from "../../src/capture/CaptureStream.ts"
 import { Retention } from "../../src/capture/Retention.ts"
 import { spoolDir } from "../../src/capture/Spool.ts"
@@ -13,8 +15,22 @@ import { tempDir } from "../support/stack.ts"
 const capture = (n: number, size = 20) => JSON.stringify({ n, pad: "x".repeat(size) })
 const MB = 1024 * 1024
 
+/** The retention's segment files in `dir`, in order. */
+const segments = (dir: string) =>
+  Fs.readdirSync(dir).filter((name) => /^published\.\d+\.ndjson$/.test(name)).sort((a, b) => Number(a.split(".")[1]) - Number(b.split(".")[1]))
+
+/** Waits for the thread pool to delete what the retention let go of. */
+const settled = (dir: string, count: number) =>
+  Effect.promise(async () => {
+    for (let tries = 0; tries < 200 && segments(dir).length !== count; tries++) await new Promise((resolve) => setTimeout(resolve, 10))
+    return segments(dir)
+  })
+
+const numbers = (batches: ReadonlyArray<{ readonly payloads: ReadonlyArray<string> }>) =>
+  batches.flatMap((kept) => kept.payloads.map((p) => JSON.parse(p).n as number))
+
 describe("Retention", () => {
-  it.effect("keeps batches until the frontier passes their newest entry; reads them back whole; empties its file", () =>
+  it.effect("keeps batches until the frontier passes their newest entry; reads them back whole; leaves no file once all is committed", () =>
     Effect.gen(function*() {
       const dir = spoolDir(yield* tempDir)
       const retention = Retention.open(dir, MB)
@@ -34,28 +50,65 @@ describe("Retention", () => {
 
       const taken = retention.takeAll()
       assert.deepStrictEqual(taken.map((kept) => kept.batch), [c])
-      assert.deepStrictEqual(taken[0]!.payloads.map((p) => JSON.parse(p).n), [4, 5, 6])
+      assert.deepStrictEqual(numbers(taken), [4, 5, 6])
       assert.isTrue(retention.isEmpty)
-      assert.strictEqual(Fs.statSync(retention.path).size, 0, "nothing kept, nothing on disk")
+      assert.deepStrictEqual(retention.stats, { batches: 0, entries: 0, bytes: 0 })
       retention.close()
+      assert.deepStrictEqual(segments(dir), [], "nothing kept, nothing on disk")
     }))
 
-  it.effect("survives a reopen; a batch cut short by a crash is dropped", () =>
+  it.effect("starts a new segment when one is full and deletes a segment once the frontier has passed it", () =>
+    Effect.gen(function*() {
+      const dir = spoolDir(yield* tempDir)
+      const retention = Retention.open(dir, MB, 200)
+      const next = batchIds()
+      // ~100 bytes a batch: two batches fill a segment
+      for (let n = 0; n < 10; n++) retention.add(next(), `${n + 1}-0`, [capture(n, 40)])
+      assert.strictEqual(segments(dir).length, 5)
+      retention.committedBefore("5-0")
+      assert.deepStrictEqual(yield* settled(dir, 3), ["published.2.ndjson", "published.3.ndjson", "published.4.ndjson"], "the passed segments went")
+      retention.committedBefore("11-0")
+      assert.deepStrictEqual(yield* settled(dir, 1), ["published.4.ndjson"], "the segment written to stays")
+      retention.add(next(), "12-0", [capture(10, 40)])
+      assert.deepStrictEqual(yield* settled(dir, 1), ["published.5.ndjson"], "and goes once the next one takes over")
+      assert.deepStrictEqual(numbers(retention.takeAll()), [10])
+      retention.close()
+      assert.deepStrictEqual(segments(dir), [])
+    }))
+
+  it.effect("survives a reopen without what was committed; a batch cut short by a crash is dropped", () =>
     Effect.gen(function*() {
       const dir = spoolDir(yield* tempDir)
       const next = batchIds()
       const first = Retention.open(dir, MB)
-      first.add(next(), "1-0", [capture(1)])
-      first.add(next(), "2-0", [capture(2), capture(3)])
+      for (let n = 1; n <= 4; n++) first.add(next(), `${n}-0`, [capture(n)])
+      first.committedBefore("3-0")
       first.close()
-      // a crash half-way through writing a batch: its header and one of its two lines
-      Fs.appendFileSync(first.path, `@${next().producer}:9 3-0 2\n${capture(4)}\n`)
 
-      const reopened = Retention.open(dir, MB)
-      assert.isAbove(reopened.droppedTornBytes, 0)
-      assert.strictEqual(reopened.stats.entries, 3)
-      assert.deepStrictEqual(reopened.takeAll().flatMap((kept) => kept.payloads.map((p) => JSON.parse(p).n)), [1, 2, 3])
-      reopened.close()
+      const second = Retention.open(dir, MB)
+      assert.strictEqual(second.droppedTornBytes, 0)
+      assert.strictEqual(second.stats.entries, 2, "the committed batches did not come back")
+      second.add(next(), "5-0", [capture(5)])
+      // a crash half-way through writing a batch: its header and one of its two lines
+      const [file] = segments(dir)
+      Fs.appendFileSync(Path.join(dir, file!), `@${next().producer}:9 6-0 2\n${capture(6)}\n`)
+
+      const third = Retention.open(dir, MB)
+      assert.isAbove(third.droppedTornBytes, 0)
+      third.add(next(), "7-0", [capture(7)])
+      assert.deepStrictEqual(numbers(third.takeAll()), [3, 4, 5, 7])
+      third.close()
+    }))
+
+  it.effect("takes over the single file of earlier versions", () =>
+    Effect.gen(function*() {
+      const dir = spoolDir(yield* tempDir)
+      Fs.mkdirSync(dir, { recursive: true })
+      Fs.writeFileSync(Path.join(dir, "published.ndjson"), `@gw-old:1 1-0 2\n${capture(1)}\n${capture(2)}\n`)
+      const retention = Retention.open(dir, MB)
+      retention.add(batchIds()(), "2-0", [capture(3)])
+      assert.deepStrictEqual(numbers(retention.takeAll()), [1, 2, 3])
+      retention.close()
     }))
 
   it.effect("past its bound it forgets the oldest batches, and says how many captures", () =>
