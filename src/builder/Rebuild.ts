@@ -51,7 +51,7 @@ interface StoredRow extends StoredCall {
 }
 
 const COLUMNS = `api, previous_ledger_id, ledger_id, tenant_id, workspace_id, user_id, key_id, agent_id, execution_id, provider, provider_type, model,
-  stream, status, aborted, usage, error, raw_request, raw_context, raw_response, created_at, created_at::text AS cursor_at, latency_ms,
+  stream, status, aborted, usage, error, raw_request, raw_context, raw_response, source, created_at, created_at::text AS cursor_at, latency_ms,
   first_token_ms, upstream_ms, capture_version, session_id, title, derivation, subjects`
 
 /** One page of a workspace's decisions after the cursor (session, time as text for full precision, id). */

@@ -7,7 +7,7 @@ import { Capture, captureUsage, decodeCapture } from "../domain/capture.ts"
 import type { Derivation } from "../domain/decision.ts"
 import { readCall } from "./derive/read.ts"
 import { deriveFromCall } from "./derive/derive.ts"
-import { extractSubjectsFromCall, type Subject } from "./derive/subjects.ts"
+import { extractSubjectsFromCall, sourceSubjects, type Subject } from "./derive/subjects.ts"
 
 const Uuid = Schema.String.check(Schema.isUUID())
 /** agent and execution ids are keys of indexes and advisory locks: bounded, never empty */
@@ -104,7 +104,7 @@ export const reconstruct = (capture: StorableCapture): Effect.Effect<Reconstruct
       return {
         capture,
         derivation,
-        subjects: extractSubjectsFromCall(derivation, call),
+        subjects: [...extractSubjectsFromCall(derivation, call), ...sourceSubjects(capture.source)],
         responseId: call.responseId ?? null,
         continues: call.continues ?? null,
         joined: capture.context != null
@@ -163,6 +163,7 @@ export interface StoredCall {
   readonly raw_request: string
   readonly raw_context: string | null
   readonly raw_response: string | null
+  readonly source: unknown
   readonly created_at: Date
   readonly latency_ms: number
   readonly first_token_ms: number | null
@@ -193,6 +194,7 @@ export const captureOfStored = (row: StoredCall): Effect.Effect<StorableCapture,
     request: row.raw_request,
     ...(row.raw_context === null ? {} : { context: row.raw_context }),
     response: row.raw_response,
+    ...(row.source === null ? {} : { source: row.source }),
     error: row.error,
     status: row.status,
     aborted: row.aborted,

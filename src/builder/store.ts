@@ -267,12 +267,13 @@ const insertDecisions = (
       INSERT INTO decisions (ledger_id, tenant_id, workspace_id, user_id, key_id, agent_id, session_id, execution_id,
         created_at, provider, provider_type, model, stream, status, title, intent, outcome, cost_usd, quality, confidence,
         latency_ms, first_token_ms, usage, derivation, subjects, raw_request, raw_response, error, aborted, upstream_ms,
-        capture_version, captured_at, api, response_id, previous_response_id, previous_ledger_id, raw_context, built_at)
+        capture_version, captured_at, api, response_id, previous_response_id, previous_ledger_id, raw_context, source,
+        built_at)
       SELECT ledger_id, ${scope.tenant_id}::uuid, ${scope.workspace_id}::uuid, user_id, key_id, agent_id, session_id,
         execution_id, created_at, provider, provider_type, model, stream, status, title, intent, outcome, cost_usd,
         quality, confidence, latency_ms, first_token_ms, usage::jsonb, derivation::jsonb, subjects::jsonb, raw_request,
         raw_response, error::jsonb, aborted, upstream_ms, capture_version, captured_at, api, response_id,
-        previous_response_id, previous_ledger_id, raw_context, clock_timestamp()
+        previous_response_id, previous_ledger_id, raw_context, source::jsonb, clock_timestamp()
       FROM UNNEST(
         ${uuids(column(({ capture }) => capture.ledger_id))},
         ${uuids(column(({ capture }) => capture.user_id))},
@@ -308,11 +309,12 @@ const insertDecisions = (
         ${texts(column(({ responseId }) => responseId === null ? null : pgText(responseId)))},
         ${texts(column(({ continues }) => continues === null ? null : pgText(continues)))},
         ${uuids(column(({ capture }) => previousOf(capture.ledger_id)))},
-        ${texts(column(({ capture }) => capture.context == null ? null : pgText(capture.context)))}
+        ${texts(column(({ capture }) => capture.context == null ? null : pgText(capture.context)))},
+        ${texts(column(({ capture }) => capture.source === undefined ? null : pgJson(capture.source)))}
       ) AS v(ledger_id, user_id, key_id, agent_id, session_id, execution_id, created_at, provider, provider_type, model,
              stream, status, title, intent, outcome, cost_usd, quality, confidence, latency_ms, first_token_ms, usage,
              derivation, subjects, raw_request, raw_response, error, aborted, upstream_ms, capture_version, captured_at,
-             api, response_id, previous_response_id, previous_ledger_id, raw_context)
+             api, response_id, previous_response_id, previous_ledger_id, raw_context, source)
       ON CONFLICT (ledger_id) DO NOTHING
       RETURNING ledger_id`
     return new Set(rows.map((row) => row.ledger_id))
@@ -421,6 +423,32 @@ const foldRollups = (into: SessionRollup | undefined, from: SessionRollup | unde
     first: earlierFirst(into.first, from.first)
   }
 
+/**
+ * One model call is one decision whichever way it came (DESIGN §3 promise 8): a transcript turn (`ledger watch`)
+ * whose answer's id is already a decision's, or is the answer of a call through the gateway in the same group, is
+ * left out, and so is a second turn with one answer's id. (A turn sent twice has one ledger_id anyway; this is for
+ * a call that went through the gateway and is also in the client's transcript, which usually comes second.)
+ */
+const withoutTurnsRecorded = (items: ReadonlyArray<Reconstruction>) =>
+  Effect.gen(function*() {
+    const isTurn = (item: Reconstruction) => item.capture.source !== undefined && item.responseId !== null
+    if (!items.some(isTurn)) return items
+    const sql = yield* ScopedSql
+    const recorded = new Set(items.flatMap((item) => (isTurn(item) || item.responseId === null ? [] : [item.responseId])))
+    const asked = [...new Set(items.flatMap((item) => (isTurn(item) && !recorded.has(item.responseId!) ? [item.responseId!] : [])))]
+    // probed key by key, like the ledger ids above
+    const stored = asked.length === 0 ? [] : yield* sql<{ response_id: string }>`
+      SELECT x.response_id FROM unnest(${texts(asked.map(pgText))}) AS q(id)
+      CROSS JOIN LATERAL (SELECT d.response_id FROM decisions d WHERE d.response_id = q.id LIMIT 1) x`
+    for (const row of stored) recorded.add(row.response_id)
+    return items.filter((item) => {
+      if (!isTurn(item)) return true
+      if (recorded.has(item.responseId!)) return false
+      recorded.add(item.responseId!)
+      return true
+    })
+  })
+
 /** Builds one group (one tenant/workspace) inside the batch's transaction, after `rescope`. */
 const storeGroup = (scope: WorkspaceScope, group: ReadonlyArray<Reconstruction>, gapMs: number) =>
   Effect.gen(function*() {
@@ -432,7 +460,7 @@ const storeGroup = (scope: WorkspaceScope, group: ReadonlyArray<Reconstruction>,
       SELECT x.ledger_id FROM unnest(${uuids(group.map((item) => item.capture.ledger_id))}) AS q(id)
       CROSS JOIN LATERAL (SELECT d.ledger_id FROM decisions d WHERE d.ledger_id = q.id LIMIT 1) x`
     const known = new Set(existing.map((row) => row.ledger_id))
-    const fresh = group.filter((item) => !known.has(item.capture.ledger_id))
+    const fresh = yield* withoutTurnsRecorded(group.filter((item) => !known.has(item.capture.ledger_id)))
     if (fresh.length === 0) return new Set<string>()
 
     const { items, links } = yield* linkChains(fresh)

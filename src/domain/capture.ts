@@ -42,6 +42,23 @@ export const CaptureError = Schema.Struct({
 })
 export type CaptureError = typeof CaptureError.Type
 
+/** The coding assistants whose transcripts `ledger watch` reads. */
+export const WatchedClient = Schema.Literals(["claude-code", "codex"])
+export type WatchedClient = typeof WatchedClient.Type
+
+/**
+ * Where a capture came from when not from a call through the gateway: a model turn `ledger watch` read from a coding
+ * assistant's transcript, with the client, its version, and the directory and git branch it worked in.
+ */
+export const CaptureSource = Schema.Struct({
+  kind: Schema.Literal("watcher"),
+  client: WatchedClient,
+  client_version: Schema.NullOr(Schema.String),
+  cwd: Schema.NullOr(Schema.String),
+  git_branch: Schema.NullOr(Schema.String)
+})
+export type CaptureSource = typeof CaptureSource.Type
+
 export const Capture = Schema.Struct({
   v: Schema.Literals([1, CAPTURE_VERSION]),
   /** absent in version 1 captures, which are all chat completions (`captureApi`) */
@@ -86,7 +103,9 @@ export const Capture = Schema.Struct({
   first_token_at: Schema.NullOr(Schema.Number),
   ended_at: Schema.Number,
   /** time spent waiting on the provider, ms (the rest of ended_at - started_at is gateway overhead) */
-  upstream_ms: Schema.Number
+  upstream_ms: Schema.Number,
+  /** absent for calls through the gateway */
+  source: Schema.optional(CaptureSource)
 })
 export type Capture = typeof Capture.Type
 

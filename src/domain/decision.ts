@@ -3,7 +3,7 @@
  * The same schemas back the builder's derivation, the stored rows, REST bodies and MCP structuredContent.
  */
 import { Schema } from "effect"
-import { CaptureApi } from "./capture.ts"
+import { CaptureApi, CaptureSource } from "./capture.ts"
 import { Usage } from "./usage.ts"
 
 export const Outcome = Schema.Literals(["success", "tool_call", "refusal", "truncated", "filtered", "error"])
@@ -139,6 +139,8 @@ export const Decision = Schema.Struct({
   response_id: Schema.NullOr(Schema.String),
   /** the decision this one continues (its `previous_response_id`), whose turns open its logic trace */
   previous_ledger_id: Schema.NullOr(Schema.String),
+  /** null for a call through the gateway; a turn `ledger watch` read from a coding assistant's transcript says so */
+  source: Schema.NullOr(CaptureSource),
   stream: Schema.Boolean,
   first_token_ms: Schema.NullOr(Schema.Number),
   intent_reason: Schema.String,

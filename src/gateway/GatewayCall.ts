@@ -11,6 +11,7 @@ import { type CallDependencies, type Caller, Exchange } from "./Exchange.ts"
 import { gatewayError } from "./GatewayServer.ts"
 import type { ProviderError } from "./providers/index.ts"
 import { type Surface, unreadable } from "./surfaces/surface.ts"
+import { intake } from "./intake.ts"
 import { uuidv7 } from "./uuidv7.ts"
 
 export type { CallDependencies } from "./Exchange.ts"
@@ -39,9 +40,6 @@ const httpCaller = (res: Http.ServerResponse): Caller => ({
   send: (status, text, headers) => sendText(res, status, text, headers)
 })
 
-/** How long the rest of an over-limit body is read (and dropped) after the 413 before the connection is cut. */
-const DISCARD_MS = 30_000
-
 class GatewayCall {
   private readonly deps: CallDependencies
   private readonly surface: Surface
@@ -50,13 +48,6 @@ class GatewayCall {
   private readonly ledgerId: string
   private readonly startedAt: number
   private readonly t0: number
-
-  private principal: Principal | undefined
-  private bodyChunks: Array<Buffer> = []
-  private bodySize = 0
-  private bodyText: string | undefined
-  /** refused, or handed to the exchange: later events are ignored */
-  private settled = false
   private exchange: Exchange | undefined
 
   constructor(deps: CallDependencies, surface: Surface, req: Http.IncomingMessage, res: Http.ServerResponse) {
@@ -70,41 +61,22 @@ class GatewayCall {
   }
 
   start(): void {
-    const { req, res } = this
-    const limit = this.deps.settings.gatewayMaxBodyBytes
+    const { res } = this
     // before the call went out there is nothing to stop or record
     res.on("close", () => {
       if (!res.writableFinished) this.exchange?.callerGone()
     })
-    req.on("data", (chunk: Buffer) => {
-      if (this.settled) return
-      this.bodySize += chunk.length
-      if (this.bodySize > limit) return this.tooLarge()
-      this.bodyChunks.push(chunk)
+    intake(this.req, {
+      auth: this.deps.auth,
+      maxBodyBytes: this.deps.settings.gatewayMaxBodyBytes,
+      apiKeyHeader: this.surface.apiKeyHeader,
+      ready: (principal, body) => this.proceed(principal, body),
+      refused: (error) => this.refuse(error)
     })
-    req.on("end", () => {
-      if (this.settled) return
-      const chunks = this.bodyChunks
-      this.bodyText = chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks, this.bodySize).toString("utf8")
-      this.bodyChunks = []
-      this.proceed()
-    })
-    const declared = req.headers["content-length"]
-    if (declared !== undefined && Number(declared) > limit) return this.tooLarge()
-    this.deps.auth(
-      req,
-      this.surface.apiKeyHeader,
-      (principal) => {
-        this.principal = principal
-        this.proceed()
-      },
-      (error) => this.refuse(error)
-    )
   }
 
   /** Both the credential and the body are in: validate, route, and hand over to the exchange. */
-  private proceed(): void {
-    if (this.settled || this.principal === undefined || this.bodyText === undefined) return
+  private proceed(principal: Principal, bodyText: string): void {
     const url = this.req.url ?? ""
     const q = url.indexOf("?")
     const who = attribution(q === -1 ? undefined : new URLSearchParams(url.slice(q + 1)), this.req.headers)
@@ -112,7 +84,7 @@ class GatewayCall {
 
     let body: unknown
     try {
-      body = JSON.parse(this.bodyText)
+      body = JSON.parse(bodyText)
     } catch (cause) {
       return this.refuse(gatewayError(400, `the request body is not valid JSON: ${(cause as Error).message}`, "invalid_json"))
     }
@@ -122,7 +94,7 @@ class GatewayCall {
       plan = this.surface.plan(body, {
         providers: this.deps.providers,
         req: this.req,
-        bodyText: this.bodyText,
+        bodyText,
         apiKey: typeof apiKey === "string" && apiKey !== "" ? apiKey : undefined,
         ledgerId: this.ledgerId
       })
@@ -130,11 +102,10 @@ class GatewayCall {
       return this.refuse(unreadable(this.surface.shape, cause))
     }
     if (isError(plan)) return this.refuse(plan)
-    this.settled = true
     this.exchange = new Exchange(this.deps, this.surface, httpCaller(this.res), {
-      principal: this.principal,
+      principal,
       who,
-      request: this.bodyText,
+      request: bodyText,
       plan,
       ledgerId: this.ledgerId,
       startedAt: this.startedAt,
@@ -143,26 +114,8 @@ class GatewayCall {
     this.exchange.start()
   }
 
-  /**
-   * Answers 413 at once, then reads the rest of the body and drops it: a client still sending would otherwise meet
-   * a reset connection and never read the answer (the openai SDK reports a connection error, and retries). A
-   * client that sends for longer than DISCARD_MS more is cut.
-   */
-  private tooLarge(): void {
-    const limit = this.deps.settings.gatewayMaxBodyBytes
-    this.refuse(gatewayError(413, `the request body is larger than ${limit} bytes`, "request_too_large"))
-    const { req } = this
-    if (req.complete) return
-    const cut = setTimeout(() => req.destroy(), DISCARD_MS)
-    req.once("end", () => clearTimeout(cut))
-    req.once("close", () => clearTimeout(cut))
-  }
-
   /** Answers a request refused before it reached a provider (not captured). */
   private refuse(error: ProviderError): void {
-    if (this.settled) return
-    this.settled = true
-    this.bodyChunks = []
     sendText(this.res, error.status, this.surface.errorText(error), { "x-ledger-id": this.ledgerId })
   }
 }

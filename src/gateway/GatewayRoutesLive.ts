@@ -1,6 +1,6 @@
 /**
  * The gateway's own routes, all with a Gateway Key: one per API surface (chat completions, Responses, Messages and
- * their token count, embeddings) and `GET /v1/models`.
+ * their token count, embeddings), `GET /v1/models`, and `POST /v1/watcher/turns` for the turns `ledger watch` reads.
  */
 import { Effect, Layer } from "effect"
 import { Authenticator } from "../api/Authenticator.ts"
@@ -21,6 +21,7 @@ import { ResponseChains } from "./responses/ResponseChains.ts"
 import type { Surface } from "./surfaces/surface.ts"
 import { Upstreams } from "./Upstreams.ts"
 import { uuidv7 } from "./uuidv7.ts"
+import { watcherTurns } from "./watcher/WatcherTurns.ts"
 
 /** `GET /v1/models`: the priced models in the OpenAI list shape, with their prices (USD per 1M tokens). */
 const modelsBody = (): string => {
@@ -74,7 +75,8 @@ export const GatewayRoutesLive = Layer.effect(
     return {
       routes: new Map<string, RouteHandler>([
         ...surfaces.map((surface) => [surface.route, gatewayCall(deps, surface)] as const),
-        ["GET /v1/models", listModels]
+        ["GET /v1/models", listModels],
+        ["POST /v1/watcher/turns", watcherTurns({ auth, publisher: deps.publisher, maxBodyBytes: settings.gatewayMaxBodyBytes, context })]
       ]),
       upgrades: new Map([["/v1/responses", sockets.upgrade]])
     }

@@ -49,3 +49,17 @@ export const uuidv7 = (now: number = Date.now()): string => {
 
 /** The epoch milliseconds a uuid v7 was minted at. */
 export const uuidv7Time = (id: string): number => parseInt(id.slice(0, 8) + id.slice(9, 13), 16)
+
+/**
+ * The uuid v7 of a thing with a name: the timestamp `ms`, and in place of the random bits, bits of the name's
+ * SHA-256. The same name and time give the same id — a transcript turn sent twice is the same decision — and ids
+ * still sort by time.
+ */
+export const namedUuidv7 = (ms: number, name: string): string => {
+  const hash = Crypto.createHash("sha256").update(name).digest()
+  const time = Math.max(0, Math.min(Math.floor(ms), 0xffffffffffff)).toString(16).padStart(12, "0")
+  return time.slice(0, 8) + "-" + time.slice(8) + "-" +
+    HEX[0x70 | (hash[0]! & 0x0f)]! + HEX[hash[1]!]! + "-" +
+    HEX[0x80 | (hash[2]! & 0x3f)]! + HEX[hash[3]!]! + "-" +
+    HEX[hash[4]!]! + HEX[hash[5]!]! + HEX[hash[6]!]! + HEX[hash[7]!]! + HEX[hash[8]!]! + HEX[hash[9]!]!
+}

@@ -153,6 +153,7 @@ interface DecisionRow extends SummaryRow {
   readonly api: Decision["api"]
   readonly response_id: string | null
   readonly previous_ledger_id: string | null
+  readonly source: Decision["source"]
   readonly stream: boolean
   readonly first_token_ms: number | null
   readonly derivation: Record<string, any> | null
@@ -230,6 +231,7 @@ const toDecision = (row: DecisionRow): Decision => {
     api: row.api,
     response_id: row.response_id,
     previous_ledger_id: row.previous_ledger_id,
+    source: row.source,
     stream: row.stream,
     first_token_ms: row.first_token_ms,
     intent_reason: typeof derivation.intent_reason === "string" ? derivation.intent_reason : "",
@@ -604,7 +606,7 @@ export const makeLedgerQuery = Effect.gen(function*() {
         Effect.gen(function*() {
           const sql = yield* ScopedSql
           const [row] = yield* sql<DecisionRow>`
-            SELECT ${sql.literal(SUMMARY_COLUMNS)}, api, response_id, previous_ledger_id::text AS previous_ledger_id, stream,
+            SELECT ${sql.literal(SUMMARY_COLUMNS)}, api, response_id, previous_ledger_id::text AS previous_ledger_id, source, stream,
               first_token_ms, derivation, error FROM decisions
             WHERE ledger_id = ${id}::uuid ${session === undefined ? sql`` : sql`AND session_id = ${currentSessionId(sql, session)}`}`
           if (row === undefined) return yield* notFound("decision", id)

@@ -4,7 +4,7 @@
  * checks every call against them before any SQL runs — bad input is a 400 on every surface, never a 5xx.
  */
 import { Schema } from "effect"
-import { CONTROL_CHARACTERS, MAX_ID_LENGTH } from "../domain/identifiers.ts"
+import { CallerIdentifier } from "../domain/identifiers.ts"
 
 export const DEFAULT_PAGE_LIMIT = 20
 export const MAX_PAGE_LIMIT = 100
@@ -26,12 +26,6 @@ export const LedgerUuid = Schema.String.check(
   Schema.isGUID({ expected: "a UUID", toJsonSchema: () => ({ format: "uuid" }) })
 )
 
-/** No ASCII control characters: identifiers the gateway accepts never have them. */
-const withoutControlCharacters = Schema.makeFilter((value: string) => !CONTROL_CHARACTERS.test(value), {
-  expected: "text without control characters",
-  toJsonSchema: () => ({ pattern: "^[^\\u0000-\\u001f\\u007f]*$" })
-})
-
 /** No NUL: PostgreSQL text cannot hold it, so no stored text contains it. */
 export const withoutNul = Schema.makeFilter((value: string) => !value.includes("\u0000"), {
   expected: "text without NUL characters",
@@ -39,12 +33,12 @@ export const withoutNul = Schema.makeFilter((value: string) => !value.includes("
 })
 
 /** Agent ids are chosen by callers at the gateway. */
-export const AgentId = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(MAX_ID_LENGTH), withoutControlCharacters).annotate({
+export const AgentId = CallerIdentifier.annotate({
   description: "The agent id as sent to the gateway (`agent_id` query parameter)."
 })
 
 /** A model name as providers spell them. */
-export const ModelName = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(MAX_ID_LENGTH), withoutControlCharacters)
+export const ModelName = CallerIdentifier
 
 export const IsoDateTime = Schema.String.check(
   Schema.makeFilter((value: string) => ISO_DATE_TIME.test(value) && Number.isFinite(Date.parse(value)), {

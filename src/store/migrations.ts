@@ -766,6 +766,12 @@ const agentApis = run([
     WHERE previous_response_id IS NOT NULL AND previous_ledger_id IS NULL`
 ])
 
+/**
+ * Transcript turns (`ledger watch`): a decision made from a coding assistant's transcript names where it came from
+ * (`{kind, client, client_version, cwd, git_branch}`; NULL for a call through the gateway), so `ledger rebuild` keeps it.
+ */
+const transcriptSource = run([`ALTER TABLE decisions ADD COLUMN source jsonb`])
+
 /** Ordered migrations; ids never change once released. */
 export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
   "0001_initial": initial,
@@ -780,5 +786,6 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0010_session_aliases": sessionAliases,
   "0011_session_summary_owner": sessionSummaryOwner,
   "0012_oidc_logins": oidcLogins,
-  "0013_agent_apis": agentApis
+  "0013_agent_apis": agentApis,
+  "0014_transcript_source": transcriptSource
 }

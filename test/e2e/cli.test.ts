@@ -4,30 +4,14 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { type ChildProcess, execFile, spawn } from "node:child_process"
+import { type ChildProcess, spawn } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { testDatabase } from "../support/db.ts"
+import { cleanEnv, ledger, LEDGER_BIN as BIN } from "../support/ledger-cli.ts"
 import { spawnOnFreePorts } from "../support/ports.ts"
 import { tempDir } from "../support/stack.ts"
 
-const BIN = Path.resolve(import.meta.dirname, "../../bin/ledger.js")
-
-/** The environment of a fresh shell: no database or Redis configured unless given. */
-const cleanEnv = (extra: Record<string, string>) => {
-  const env: Record<string, string> = {}
-  for (const [k, v] of Object.entries(process.env)) {
-    if (v !== undefined && !k.startsWith("LEDGER_") && k !== "DATABASE_URL" && k !== "REDIS_URL") env[k] = v
-  }
-  return { ...env, LEDGER_LOG_LEVEL: "warn", ...extra }
-}
-
-const ledger = (args: ReadonlyArray<string>, env: Record<string, string>) =>
-  Effect.callback<{ code: number; stdout: string; stderr: string }>((resume) => {
-    execFile(process.execPath, [BIN, ...args], { env: cleanEnv(env), timeout: 60_000 }, (error, stdout, stderr) => {
-      resume(Effect.succeed({ code: error ? (typeof error.code === "number" ? error.code : 1) : 0, stdout, stderr }))
-    })
-  })
 
 const healthy = (url: string) =>
   Effect.promise(() => fetch(url, { signal: AbortSignal.timeout(3_000) }).then((r) => r.ok, () => false))

@@ -35,6 +35,7 @@ import { setTimeout as sleep } from "node:timers/promises"
 import {
   anthropicErrorBody,
   anthropicMessage,
+  anthropicMessageId,
   anthropicStream,
   anthropicTokenCount,
   readAnthropic
@@ -204,7 +205,9 @@ const answer = (out: Out, target: Target, body: any, n: number, length: number):
     case "responses":
       return target.stream ? streamParts(out, "text/event-stream", responsesStream(s, body, n)) : json(out, 200, responsesObject(s, body, n))
     case "messages":
-      return target.stream ? streamParts(out, "text/event-stream", anthropicStream(s, model)) : json(out, 200, anthropicMessage(s, model))
+      return target.stream
+        ? streamParts(out, "text/event-stream", anthropicStream(s, model, anthropicMessageId(n)))
+        : json(out, 200, anthropicMessage(s, model, anthropicMessageId(n)))
     case "generate":
       return target.stream ? streamParts(out, "text/event-stream", geminiStream(s, model)) : json(out, 200, geminiResponse(s, model))
     case "converse":

@@ -6,13 +6,24 @@
  * that order and capped per kind. Tool results are evidence, not subjects: a search result listing fifty
  * tickets or a whole repository would otherwise link every session that ran the same search.
  */
-import type { Capture } from "../../domain/capture.ts"
+import type { Capture, CaptureSource } from "../../domain/capture.ts"
 import type { Derivation } from "../../domain/decision.ts"
 import type { ChatCall } from "./chat.ts"
 import { readCall } from "./read.ts"
 import { findFilePaths, findUrls, splitFences } from "./text.ts"
 
-export type SubjectKind = "ticket" | "issue" | "file" | "url" | "service" | "table" | "function" | "tool" | "topic"
+export type SubjectKind =
+  | "ticket"
+  | "issue"
+  | "file"
+  | "url"
+  | "service"
+  | "table"
+  | "function"
+  | "tool"
+  | "topic"
+  | "directory"
+  | "branch"
 
 export interface Subject {
   readonly kind: SubjectKind
@@ -144,4 +155,18 @@ export const extractSubjectsFromCall = (derivation: Derivation, call: ChatCall):
     }
   }
   return subjects
+}
+
+/**
+ * Where a coding assistant's turn was worked on, as its transcript says (DESIGN §2.1b): the directory, and the git
+ * branch checked out there (a detached `HEAD` names nothing).
+ */
+export const sourceSubjects = (source: CaptureSource | undefined): Array<Subject> => {
+  if (source?.cwd == null) return []
+  const directory = normalisePath(source.cwd)
+  const branch = source.git_branch
+  return [
+    { kind: "directory", key: directory, label: source.cwd },
+    ...(branch == null || branch === "" || branch === "HEAD" ? [] : [{ kind: "branch" as const, key: `${directory}@${branch}`, label: branch }])
+  ]
 }

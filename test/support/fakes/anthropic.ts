@@ -2,6 +2,7 @@
  * The fake Anthropic Messages API (also the Anthropic models of the fake Bedrock's InvokeModel, which answers the
  * same messages and events).
  */
+import * as Crypto from "node:crypto"
 import { FAKE_CACHE_READ_TOKENS, FAKE_CACHE_WRITE_TOKENS, FAKE_REASONING, pieces, type Prompt, type Script } from "./script.ts"
 
 /** Of the cache writes, those with a one-hour lifetime (Anthropic prices them at 2x input, the rest at 1.25x). */
@@ -47,6 +48,10 @@ export const anthropicUsage = (s: Script, outputTokens = s.usage.output) => ({
 })
 
 const anthropicStop = { stop: "end_turn", length: "max_tokens", tool: "tool_use", refuse: "refusal" } as const
+
+/** The id of the `n`th answer of this process: unique, as Anthropic's are (clients and the ledger key on it). */
+export const anthropicMessageId = (n: number) => `msg_fake_${RUN}_${n}`
+const RUN = Crypto.randomBytes(4).toString("hex")
 
 export const anthropicMessage = (s: Script, model: string, id = "msg_fake") => ({
   id,
@@ -100,8 +105,8 @@ export function* anthropicEvents(s: Script, model: string, id?: string): Generat
   yield { type: "message_stop" }
 }
 
-export function* anthropicStream(s: Script, model: string): Generator<string> {
-  for (const event of anthropicEvents(s, model)) {
+export function* anthropicStream(s: Script, model: string, id?: string): Generator<string> {
+  for (const event of anthropicEvents(s, model, id)) {
     yield event.type === "ping" ? "event: ping\ndata: {\"type\": \"ping\"}\n\n" : `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`
   }
 }

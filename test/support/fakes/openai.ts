@@ -2,6 +2,7 @@
  * The fake OpenAI-wire APIs: chat completions (OpenAI, Azure, OpenAI-compatible) and the Responses API (whole and
  * streamed over SSE; the same events serve its WebSocket mode).
  */
+import * as Crypto from "node:crypto"
 import type { FakeProviderType } from "../fake-providers.ts"
 import { FAKE_CACHE_READ_TOKENS, FAKE_REASONING, FAKE_REFUSAL, nowSeconds, pieces, type Prompt, type Script, textOfParts } from "./script.ts"
 
@@ -167,8 +168,11 @@ const responsesOutput = (s: Script, body: any, n: number): Array<Record<string, 
   return items
 }
 
+/** Unique response ids across fake servers, as the real API's are (clients chain on them; the ledger keys on them). */
+const RUN = Crypto.randomBytes(4).toString("hex")
+
 export const responsesObject = (s: Script, body: any, n: number, output = responsesOutput(s, body, n)) => ({
-  id: `resp_fake_${n}`,
+  id: `resp_fake_${RUN}_${n}`,
   object: "response",
   created_at: nowSeconds(),
   status: s.finish === "length" ? "incomplete" : "completed",
