@@ -256,7 +256,7 @@ const watch = Command.make(
     }
     const home = Os.homedir()
     const watcher = yield* Watcher
-    const summary = yield* watcher.run({
+    yield* watcher.run({
       gatewayUrl,
       gatewayKey,
       roots: [
@@ -266,9 +266,9 @@ const watch = Command.make(
       statePath: Path.resolve(Option.getOrElse(state, () => Path.join(home, ".ledger", "watch-state.json"))),
       agentId,
       agentName,
-      once
+      once,
+      report: (summary) => Console.log(json ? JSON.stringify(summary) : renderWatchSummary(summary))
     })
-    yield* Console.log(json ? JSON.stringify(summary) : renderWatchSummary(summary))
   })
 ).pipe(
   Command.withDescription("record Claude Code's and Codex's turns from their local transcripts through the gateway (LEDGER_GATEWAY_URL, LEDGER_GATEWAY_KEY)"),

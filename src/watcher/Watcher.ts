@@ -42,6 +42,8 @@ export interface WatchOptions {
   readonly agentName: Option.Option<string>
   /** read what is there, send it, and return */
   readonly once: boolean
+  /** told the run's figures when it ends: `once` done, or stopped (SIGTERM) */
+  readonly report: (summary: WatchSummary) => Effect.Effect<void>
 }
 
 export interface WatchSummary extends FileCounts {
@@ -60,8 +62,8 @@ class Unreachable extends Data.TaggedError("Unreachable")<{ readonly message: st
 type Outcomes = ReadonlyArray<TurnOutcome>
 
 export class Watcher extends Context.Service<Watcher, {
-  /** Watches until interrupted (or, with `once`, until what is there is sent); the figures of the run. */
-  run(options: WatchOptions): Effect.Effect<WatchSummary, WatchError>
+  /** Watches until interrupted (or, with `once`, until what is there is sent), then reports the run's figures. */
+  run(options: WatchOptions): Effect.Effect<void, WatchError>
 }>()("ledger/watcher/Watcher") {
   static readonly layer = Layer.succeed(Watcher, Watcher.of({ run: (options) => watch(options) }))
 }
@@ -175,7 +177,7 @@ const watch = Effect.fn("Watcher.run")(function*(options: WatchOptions) {
     files.save()
   })
 
-  const report = () => ({ ...files.counts, ...summary })
+  const report = Effect.suspend(() => options.report({ ...files.counts, ...summary }))
   if (options.once) {
     // until a scan finds nothing more (a scan reads at most OUTBOX_TURNS turns ahead)
     let before = -1
@@ -183,14 +185,9 @@ const watch = Effect.fn("Watcher.run")(function*(options: WatchOptions) {
       before = summary.accepted + summary.rejected
       yield* round
     }
-    return report()
+    return yield* report
   }
-  yield* round.pipe(
-    Effect.andThen(Effect.sleep(POLL)),
-    Effect.forever,
-    Effect.onInterrupt(() => Effect.logInfo("ledger watch stopped", report()))
-  )
-  return report()
+  return yield* round.pipe(Effect.andThen(Effect.sleep(POLL)), Effect.forever, Effect.onInterrupt(() => report))
 })
 
 /** The figures of a run, on one line. */

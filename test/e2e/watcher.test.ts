@@ -5,11 +5,15 @@
  */
 import { assert, describe, layer } from "@effect/vitest"
 import { Context, Effect, Layer, Schedule } from "effect"
+import { type ChildProcess, spawn } from "node:child_process"
+import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { CaptureStream } from "../../src/capture/CaptureStream.ts"
 import type { Decision } from "../../src/domain/decision.ts"
 import { runClaude, runCodex } from "../support/agent-clis.ts"
-import { ledger } from "../support/ledger-cli.ts"
+import { cleanEnv, ledger, LEDGER_BIN } from "../support/ledger-cli.ts"
+import { tcpProxyTo } from "../support/tcp-proxy.ts"
+import { claudeSession, codexSession, type Exchange, writeTranscript } from "../support/transcripts.ts"
 import { type RecordingStack, recordingStack } from "../support/recording-stack.ts"
 import { tempDir } from "../support/stack.ts"
 
@@ -47,16 +51,66 @@ const built = (stack: RecordingStack) =>
     Effect.orDie
   )
 
-/** The decisions made from transcript turns, by the provider's answer id. */
+/** The decisions made from transcript turns (the stream's entries are trimmed once built: read the ledger). */
 const watched = (stack: RecordingStack) =>
   Effect.gen(function*() {
     yield* stack.settled
     yield* built(stack)
-    const captures = (yield* stack.captures).filter((capture) => capture.source !== undefined)
-    const decisions = yield* Effect.forEach([...new Set(captures.map((capture) => capture.ledger_id))], (id) =>
-      stack.query.getDecision(stack.reader, id).pipe(Effect.option))
-    return decisions.flatMap((decision) => (decision._tag === "Some" ? [decision.value] : []))
+    const decisions: Array<Decision> = []
+    for (const agent_id of ["claude-code", "codex"]) {
+      let cursor: string | undefined
+      do {
+        const page = yield* stack.query.listDecisions(stack.reader, { agent_id, limit: 100, cursor })
+        for (const summary of page.data) decisions.push(yield* stack.query.getDecision(stack.reader, summary.ledger_id))
+        cursor = page.next_cursor ?? undefined
+      } while (cursor !== undefined)
+    }
+    return decisions.filter((decision) => decision.source !== null)
+  }).pipe(Effect.orDie)
+
+/** `ledger watch` following a HOME's transcripts until stopped; its output is collected. */
+const following = (home: string, state: string, gatewayUrl: string, gatewayKey: string) =>
+  Effect.acquireRelease(
+    Effect.sync(() => {
+      const child = spawn(process.execPath, [
+        LEDGER_BIN, "watch", "--json",
+        "--claude", Path.join(home, ".claude", "projects"),
+        "--codex", Path.join(home, ".codex", "sessions"),
+        "--state", state
+      ], { env: cleanEnv({ LEDGER_GATEWAY_URL: gatewayUrl, LEDGER_GATEWAY_KEY: gatewayKey, LEDGER_LOG_LEVEL: "info" }), stdio: ["ignore", "pipe", "pipe"] })
+      let output = ""
+      child.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()))
+      child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()))
+      return { child, output: () => output }
+    }),
+    ({ child }) => Effect.sync(() => child.kill("SIGKILL"))
+  )
+
+const stopped = (child: ChildProcess) =>
+  Effect.callback<number | null>((resume) => {
+    if (child.exitCode !== null) return resume(Effect.succeed(child.exitCode))
+    child.once("exit", (code) => resume(Effect.succeed(code)))
+    child.kill("SIGTERM")
   })
+
+/** The decisions of these provider answer ids, once each is built; fails the test after 30 s. */
+const decisionsOf = (stack: RecordingStack, answerIds: ReadonlyArray<string>, output: () => string) =>
+  Effect.gen(function*() {
+    const all = yield* watched(stack)
+    const found = all.filter((decision) => answerIds.includes(decision.response_id ?? ""))
+    return found.length >= answerIds.length ? found : yield* Effect.fail(`${found.length} of ${answerIds.length} built`)
+  }).pipe(
+    Effect.retry({ schedule: Schedule.spaced("250 millis"), times: 120 }),
+    Effect.mapError((message) => new Error(`${message}; the watcher said:\n${output()}`)),
+    Effect.orDie
+  )
+
+const exchanges = (name: string, count: number): ReadonlyArray<Exchange> =>
+  Array.from({ length: count }, (_, n) => ({
+    prompt: `${name}: step ${n}`,
+    ...(n % 2 === 0 ? { command: { run: `echo ${name}-${n}`, output: `${name}-${n}` } } : {}),
+    answer: `${name} step ${n} done`
+  }))
 
 const answerOf = (decision: Decision) => decision.logic_trace.filter((step) => step.kind === "answer" || step.kind === "tool_call").at(-1)
 
@@ -132,6 +186,47 @@ describe("ledger watch", () => {
         const page = yield* stack.query.listSessionDecisions(stack.reader, viaGateway.session_id, {})
         assert.deepStrictEqual(page.data.map((decision) => decision.ledger_id), [ledgerId], "one decision: the gateway's")
         assert.isNull((yield* stack.decision(ledgerId)).source)
+      }))
+
+    it.effect("the service away while it follows the transcripts, a line cut mid-way, a corrupt line, a file deleted: nothing lost, nothing doubled", () =>
+      Effect.gen(function*() {
+        const stack = yield* Stack
+        const home = yield* tempDir
+        const proxy = yield* tcpProxyTo(stack.gatewayUrl, 80)
+        yield* proxy.stop
+        const watcher = yield* following(home, Path.join(yield* tempDir, "watch-state.json"), proxy.url, stack.gatewayKey)
+        const start = Date.now()
+        const a = claudeSession({ cwd: "/work/a", start, exchanges: exchanges("a", 4) })
+        const aPath = writeTranscript(home, "claude-code", a)
+        const b = codexSession({ cwd: "/work/b", start, exchanges: exchanges("b", 3) })
+        writeTranscript(home, "codex", b)
+        // c is being written: half a line, then a corrupt line, then the rest
+        const c = claudeSession({ cwd: "/work/c", start, exchanges: exchanges("c", 2) })
+        const cText = c.lines.map((line) => `${line}\n`).join("")
+        const cut = cText.indexOf(c.messageIds[1]!)
+        const cPath = writeTranscript(home, "claude-code", { sessionId: c.sessionId, lines: [] })
+        Fs.writeFileSync(cPath, cText.slice(0, cut))
+        yield* Effect.sleep("3 seconds")
+        Fs.appendFileSync(cPath, `${cText.slice(cut)}{"type":"assistant","message":\n`)
+        yield* Effect.sleep("2 seconds")
+        assert.strictEqual((yield* watched(stack)).filter((d) => a.messageIds.includes(d.response_id ?? "")).length, 0, "nothing through while the service is away")
+        yield* proxy.start
+
+        const first = [...a.messageIds, ...b.responseIds, ...c.messageIds]
+        const recorded = yield* decisionsOf(stack, first, watcher.output)
+        assert.strictEqual(recorded.length, first.length, "every turn once")
+        assert.strictEqual(new Set(recorded.map((decision) => decision.ledger_id)).size, first.length)
+
+        // a recorded file deleted while watched, and a new session after it
+        Fs.rmSync(aPath)
+        const d = claudeSession({ cwd: "/work/d", start: Date.now(), exchanges: exchanges("d", 2) })
+        writeTranscript(home, "claude-code", d)
+        const all = yield* decisionsOf(stack, [...first, ...d.messageIds], watcher.output)
+        assert.strictEqual(all.length, first.length + d.messageIds.length)
+        assert.strictEqual(yield* stopped(watcher.child), 130, `stopped by SIGTERM, as an interrupted program: ${watcher.output()}`)
+        const summary = JSON.parse(watcher.output().trim().split("\n").filter((line) => line.startsWith("{\"")).at(-1)!) as Summary & { deleted: number }
+        assert.deepInclude(summary, { corrupt: 1, deleted: 1, rejected: 0 })
+        assert.include(watcher.output(), "cannot be reached")
       }))
   })
 })

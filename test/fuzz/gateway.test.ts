@@ -1,6 +1,6 @@
 /**
  * Property-based fuzzing of the gateway: every route (chat completions, Responses, Messages and count_tokens,
- * embeddings) with bodies that are valid requests with parts replaced by anything, any JSON, or not JSON at all;
+ * embeddings, the watcher's turns) with bodies that are valid requests with parts replaced by anything, any JSON, or not JSON at all;
  * any attribution and provider headers; any query string; and the Responses WebSocket with any frame. The fake
  * providers answer as the real ones do (a 4xx for what they cannot take). A client's mistake is never a 5xx: the
  * answer is a success or a 4xx in that API's error shape, and the gateway serves the next call as before.
@@ -9,13 +9,27 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
 import fc from "fast-check"
 import WebSocket from "ws"
+import { ClaudeCodeTranscript } from "../../src/watcher/claudeCode.ts"
+import { CodexRollout } from "../../src/watcher/codex.ts"
+import type { TranscriptReader } from "../../src/watcher/transcript.ts"
 import { type GatewayStack, gatewayStack } from "../support/gateway-stack.ts"
+import { claudeSession, codexSession } from "../support/transcripts.ts"
 import { anyHeaderValue, anyJson, anyQuery, jsonOf, mutated, type RawAnswer, checkOptions, rawRequest, RUNS } from "./arbitraries.ts"
 
 class Stack extends Context.Service<Stack, GatewayStack>()("test/fuzz/GatewayStack") {}
 const StackLive = Layer.effect(Stack, gatewayStack({ stream: "memory" }))
 
 const PROVIDER_KEY = "sk-provider-fuzz-0123456789"
+
+/** What `ledger watch` sends for a Claude Code and a Codex session. */
+function watcherTurns(): ReadonlyArray<Record<string, unknown>> {
+  const exchanges = [{ prompt: "hello", command: { run: "ls", output: "a.txt" }, answer: "done" }]
+  const read = (reader: TranscriptReader, lines: ReadonlyArray<string>) => [...lines.flatMap((line) => reader.line(line, 0)), ...reader.idle(0)]
+  return [
+    ...read(new ClaudeCodeTranscript(), claudeSession({ cwd: "/w", start: Date.UTC(2026, 10, 26), exchanges }).lines),
+    ...read(new CodexRollout(), codexSession({ cwd: "/w", start: Date.UTC(2026, 10, 26), exchanges }).lines)
+  ].map(({ turn }) => ({ ...turn, agent_id: turn.client, agent_name: null }))
+}
 
 const MODELS = [
   "gpt-4o-mini", "openai/gpt-5.1", "azure/my-deployment", "compat/llama-3", "anthropic/claude-sonnet-4-6", "claude-sonnet-4-6",
@@ -88,7 +102,8 @@ const ROUTES: ReadonlyArray<Route> = [
     path: "/v1/embeddings",
     shape: "openai",
     valid: [{ model: "text-embedding-3-small", input: ["hello", "world"], dimensions: 64 }, { model: "gemini/gemini-embedding-001", input: "hello" }]
-  }
+  },
+  { path: "/v1/watcher/turns", shape: "openai", valid: [{ turns: watcherTurns() }] }
 ]
 
 /** A success, or a 4xx with the API's error body; never a 5xx. */

@@ -20,6 +20,9 @@ export interface TcpProxy {
   loseNextReply(command: string): Effect.Effect<Effect.Effect<void>>
 }
 
+/** Ports the proxy listens on: fixed test ports stay below the ephemeral range (32768–60999). */
+const LOW_PORTS = { from: 20_000, to: 32_000 }
+
 /** A proxy to the host and port of `serverUrl` (e.g. `redis://…`, `postgres://…`). */
 export const tcpProxyTo = (serverUrl: string, defaultPort: number) =>
   Effect.acquireRelease(
@@ -53,10 +56,10 @@ export const tcpProxyTo = (serverUrl: string, defaultPort: number) =>
       }
       let server: Net.Server | undefined
       const listen = (port: number) =>
-        Effect.callback<number>((resume) => {
+        Effect.callback<number, Error>((resume) => {
           const listening = Net.createServer(handle)
           server = listening
-          listening.once("error", (error) => resume(Effect.die(error)))
+          listening.once("error", (error) => resume(Effect.fail(error)))
           listening.listen(port, "127.0.0.1", () => resume(Effect.succeed((listening.address() as Net.AddressInfo).port)))
         })
       const stop = Effect.callback<void>((resume) => {
@@ -66,7 +69,11 @@ export const tcpProxyTo = (serverUrl: string, defaultPort: number) =>
         if (closing === undefined) resume(Effect.void)
         else closing.close(() => resume(Effect.void))
       })
-      const port = yield* listen(0)
+      // below the ephemeral range: a client retrying the stopped proxy cannot connect to itself on its port
+      const port = yield* Effect.suspend(() => listen(LOW_PORTS.from + Math.floor(Math.random() * (LOW_PORTS.to - LOW_PORTS.from)))).pipe(
+        Effect.retry({ times: 20 }),
+        Effect.orDie
+      )
       const url = new URL(serverUrl)
       url.hostname = "127.0.0.1"
       url.port = String(port)
@@ -76,7 +83,7 @@ export const tcpProxyTo = (serverUrl: string, defaultPort: number) =>
           losing = { command, cut }
           return Deferred.await(cut)
         })
-      return { url: url.toString(), stop, start: Effect.asVoid(listen(port)), loseNextReply } satisfies TcpProxy
+      return { url: url.toString(), stop, start: Effect.orDie(Effect.asVoid(listen(port))), loseNextReply } satisfies TcpProxy
     }),
     (proxy) => proxy.stop
   )
