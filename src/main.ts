@@ -2,9 +2,7 @@
  * The `ledger` command line (CONTRACT.md "Commands").
  */
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
-import { Config, Console, Effect, Layer, Option, Schema } from "effect"
-import * as Os from "node:os"
-import * as Path from "node:path"
+import { Console, Effect, Layer, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { ROLES, type Role, serveLayer } from "../layers/Serve.ts"
 import { PlatformLive } from "../layers/Platform.ts"
@@ -18,8 +16,7 @@ import { deadLetterIdentity, PipelineStatus, renderDeadLetters, renderReport } f
 import { Credentials } from "./store/Credentials.ts"
 import { DatabaseLive, PgLive } from "./store/Database.ts"
 import { TenantSql } from "./store/TenantSql.ts"
-import { CallerIdentifier, MAX_ID_LENGTH } from "./domain/identifiers.ts"
-import { renderWatchSummary, Watcher } from "./watcher/Watcher.ts"
+import { watch } from "./watcher/command.ts"
 
 const json = Flag.Boolean("json").pipe(Flag.withDescription("print machine-readable JSON"), Flag.withDefault(false))
 
@@ -231,48 +228,6 @@ const rebuild = Command.make(
 ).pipe(
   Command.withDescription("re-derive every decision from its stored raw call (progress on stderr); stop `serve` first in embedded mode"),
   Command.provide(Rebuilder.layer.pipe(Layer.provide(StoreLive), Layer.provideMerge(PlatformLive)))
-)
-
-const watch = Command.make(
-  "watch",
-  {
-    once: Flag.Boolean("once").pipe(Flag.withDescription("import what the transcripts hold now, then exit"), Flag.withDefault(false)),
-    claude: Flag.String("claude").pipe(Flag.withDescription("Claude Code's transcripts (default ~/.claude/projects)"), Flag.optional),
-    codex: Flag.String("codex").pipe(Flag.withDescription("Codex's sessions (default ~/.codex/sessions)"), Flag.optional),
-    agentId: Flag.String("agent-id").pipe(Flag.withDescription("record the turns as this agent (default: claude-code, codex)"), Flag.optional),
-    agentName: Flag.String("agent-name").pipe(Flag.withDescription("the agent's display name (default: Claude Code, Codex)"), Flag.optional),
-    state: Flag.String("state").pipe(Flag.withDescription("where the read positions are kept (default ~/.ledger/watch-state.json)"), Flag.optional),
-    json
-  },
-  Effect.fn(function*({ once, claude, codex, agentId, agentName, state, json }) {
-    const gatewayUrl = yield* Config.String("LEDGER_GATEWAY_URL").pipe(Config.withDefault("http://127.0.0.1:4000"))
-    const gatewayKey = yield* Config.Redacted("LEDGER_GATEWAY_KEY").pipe(
-      Effect.mapError(() => new Error("LEDGER_GATEWAY_KEY is not set: the Gateway Key the turns are recorded with (ldg_gw_…)"))
-    )
-    for (const [flag, value] of [["--agent-id", agentId], ["--agent-name", agentName]] as const) {
-      if (Option.isSome(value) && !Schema.is(CallerIdentifier)(value.value)) {
-        return yield* Effect.fail(new Error(`${flag}: 1 to ${MAX_ID_LENGTH} characters, none a control character`))
-      }
-    }
-    const home = Os.homedir()
-    const watcher = yield* Watcher
-    yield* watcher.run({
-      gatewayUrl,
-      gatewayKey,
-      roots: [
-        { client: "claude-code", dir: Path.resolve(Option.getOrElse(claude, () => Path.join(home, ".claude", "projects"))) },
-        { client: "codex", dir: Path.resolve(Option.getOrElse(codex, () => Path.join(home, ".codex", "sessions"))) }
-      ],
-      statePath: Path.resolve(Option.getOrElse(state, () => Path.join(home, ".ledger", "watch-state.json"))),
-      agentId,
-      agentName,
-      once,
-      report: (summary) => Console.log(json ? JSON.stringify(summary) : renderWatchSummary(summary))
-    })
-  })
-).pipe(
-  Command.withDescription("record Claude Code's and Codex's turns from their local transcripts through the gateway (LEDGER_GATEWAY_URL, LEDGER_GATEWAY_KEY)"),
-  Command.provide(Watcher.layer)
 )
 
 export const ledger = Command.make("ledger").pipe(
