@@ -24,7 +24,8 @@ const JsonText = Schema.String.check(Schema.makeFilter((text: string) => {
   }
 }))
 
-export const TranscriptTurn = Schema.Struct({
+/** A turn as read from a transcript, before the watcher names the agent it is for. */
+export const ReadTurn = Schema.Struct({
   client: WatchedClient,
   client_version: Schema.NullOr(Schema.String.check(Schema.isMaxLength(64))),
   /** the client's own session id: the decisions' execution id, so a session of the client is a session here */
@@ -43,7 +44,12 @@ export const TranscriptTurn = Schema.Struct({
   started_at: EpochMs,
   ended_at: EpochMs,
   cwd: Schema.NullOr(Schema.String.check(Schema.isMaxLength(4096))),
-  git_branch: Schema.NullOr(Schema.String.check(Schema.isMaxLength(MAX_ID_LENGTH))),
+  git_branch: Schema.NullOr(Schema.String.check(Schema.isMaxLength(MAX_ID_LENGTH)))
+})
+export type ReadTurn = typeof ReadTurn.Type
+
+export const TranscriptTurn = Schema.Struct({
+  ...ReadTurn.fields,
   /** who the decisions are for: by default the client (`claude-code`, `codex`) */
   agent_id: CallerIdentifier,
   agent_name: Schema.NullOr(CallerIdentifier)

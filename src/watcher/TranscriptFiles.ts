@@ -11,12 +11,14 @@
  *
  * Synchronous reads: the watcher has nothing else to do meanwhile, and a read is a page-cache copy.
  */
+import { Schema } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import type { WatchedClient } from "../domain/capture.ts"
 import { ClaudeCodeTranscript } from "./claudeCode.ts"
 import { CodexRollout } from "./codex.ts"
-import type { ReadTurn, SkippedLines, TranscriptReader } from "./transcript.ts"
+import { ReadTurn } from "../domain/transcript.ts"
+import type { SkippedLines, TranscriptReader } from "./transcript.ts"
 
 /** A file whose last write is older than this is taken as finished for now: its waiting turns are complete. */
 export const QUIET_MS = 5_000
@@ -40,6 +42,8 @@ export interface FoundTurn {
 }
 
 export interface FileCounts extends SkippedLines {
+  /** turns read that the service would refuse (an id too long, a field out of shape): not sent */
+  invalid: number
   /** files being followed */
   files: number
   /** files replaced or cut shorter than what was read, read again from the start */
@@ -81,6 +85,8 @@ interface StateFile {
   readonly files: Record<string, SavedFile>
 }
 
+const isReadTurn = Schema.is(ReadTurn)
+
 const readerFor = (client: WatchedClient): TranscriptReader => (client === "claude-code" ? new ClaudeCodeTranscript() : new CodexRollout())
 
 const isTranscript = (client: WatchedClient, name: string) =>
@@ -112,7 +118,7 @@ export class TranscriptFiles {
   private readonly followed = new Map<string, Followed>()
   private readonly saved: StateFile["files"]
   /** counts of what is gone (deleted files' skipped lines stay counted) */
-  private readonly gone: FileCounts = { files: 0, restarted: 0, deleted: 0, partial: 0, corrupt: 0, unknown: 0 }
+  private readonly gone: FileCounts = { files: 0, restarted: 0, deleted: 0, partial: 0, corrupt: 0, unknown: 0, invalid: 0 }
 
   constructor(roots: ReadonlyArray<Root>, statePath: string) {
     this.roots = roots
@@ -287,6 +293,10 @@ export class TranscriptFiles {
     for (const { turn, completedAt } of completed) {
       // what completes at or before `committed` was taken by the service before a restart
       if (completedAt <= file.committed) continue
+      if (!isReadTurn(turn)) {
+        this.gone.invalid++
+        continue
+      }
       file.unsent.push(completedAt)
       turns.push({ turn, path, completedAt })
     }

@@ -194,5 +194,5 @@ const watch = Effect.fn("Watcher.run")(function*(options: WatchOptions) {
 export const renderWatchSummary = (summary: WatchSummary): string =>
   `${summary.accepted} turn${summary.accepted === 1 ? "" : "s"} recorded, ${summary.rejected} refused; ` +
   `${summary.files} transcript${summary.files === 1 ? "" : "s"} followed; lines skipped: ${summary.corrupt} corrupt, ` +
-  `${summary.unknown} of unknown types; ${summary.partial} file${summary.partial === 1 ? "" : "s"} ending in an unfinished line, ` +
+  `${summary.unknown} of unknown types; ${summary.invalid} turn${summary.invalid === 1 ? "" : "s"} out of shape; ${summary.partial} file${summary.partial === 1 ? "" : "s"} ending in an unfinished line, ` +
   `${summary.restarted} replaced or cut, ${summary.deleted} deleted`

@@ -5,10 +5,9 @@
  * reads the file again from its start (the turns need the conversation before them) sending only what completes
  * past that position.
  */
-import type { TranscriptTurn } from "../domain/transcript.ts"
+import type { ReadTurn } from "../domain/transcript.ts"
 
-/** A turn as read from a transcript: everything but who it is for, which the watcher adds. */
-export type ReadTurn = Omit<TranscriptTurn, "agent_id" | "agent_name">
+export type { ReadTurn }
 
 export interface CompletedTurn {
   readonly turn: ReadTurn

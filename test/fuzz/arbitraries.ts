@@ -72,7 +72,7 @@ export const anyJson: fc.Arbitrary<unknown> = fc.jsonValue({ maxDepth: 4 })
  * A body that starts from a valid request and has some of its fields (at any depth) replaced by any JSON value,
  * removed, or joined by new ones — the way a client gets a request almost right.
  */
-export const mutated = (valid: Record<string, unknown>): fc.Arbitrary<unknown> => {
+export const mutated = (valid: Record<string, unknown>, values: fc.Arbitrary<unknown> = anyJson): fc.Arbitrary<unknown> => {
   const paths: Array<Array<string | number>> = []
   const walk = (value: unknown, path: Array<string | number>) => {
     paths.push(path)
@@ -80,7 +80,7 @@ export const mutated = (valid: Record<string, unknown>): fc.Arbitrary<unknown> =
     else if (value !== null && typeof value === "object") for (const [key, item] of Object.entries(value)) walk(item, [...path, key])
   }
   walk(valid, [])
-  const edit = fc.tuple(fc.constantFrom(...paths.slice(1)), fc.oneof(anyJson, fc.constant(undefined)), fc.option(fc.string({ maxLength: 12 })))
+  const edit = fc.tuple(fc.constantFrom(...paths.slice(1)), fc.oneof(values, fc.constant(undefined)), fc.option(fc.string({ maxLength: 12 })))
   return fc.array(edit, { minLength: 1, maxLength: 3 }).map((edits) => {
     const body = structuredClone(valid) as any
     for (const [path, value, extraKey] of edits) {

@@ -123,6 +123,17 @@ describe("following transcript files", () => {
       assert.deepInclude(files.counts, { files: 1, corrupt: 1 })
     }))
 
+  it.effect("a turn the service would refuse (its id too long) is kept back and counted", () =>
+    Effect.gen(function*() {
+      const home = yield* tempDir
+      const session = claudeSession({ cwd: "/w", start: START, exchanges: EXCHANGES })
+      const long = "msg_" + "x".repeat(300)
+      writeTranscript(home, "claude-code", { ...session, lines: session.lines.map((line) => line.replaceAll(session.messageIds[0]!, long)) })
+      const files = new TranscriptFiles(roots(home), Path.join(home, "state.json"))
+      assert.deepStrictEqual(files.scan(START, 100).map((found) => found.turn.turn_id), session.messageIds.slice(1))
+      assert.deepInclude(files.counts, { invalid: 1 })
+    }))
+
   it.effect("after a restart only what completed past the saved position is sent; a replaced file is read anew, a deleted one forgotten", () =>
     Effect.gen(function*() {
       const home = yield* tempDir
