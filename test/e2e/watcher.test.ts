@@ -188,6 +188,22 @@ describe("ledger watch", () => {
         assert.isNull((yield* stack.decision(ledgerId)).source)
       }))
 
+    it.effect("--agent-id and --agent-name name the agent the turns are recorded for", () =>
+      Effect.gen(function*() {
+        const stack = yield* Stack
+        const home = yield* tempDir
+        const session = claudeSession({ cwd: "/work/e", start: Date.now() - 60_000, exchanges: exchanges("e", 2) })
+        writeTranscript(home, "claude-code", session)
+        const summary = yield* watchOnce(stack, home, Path.join(yield* tempDir, "watch-state.json"), ["--agent-id", "my-assistant", "--agent-name", "My assistant"])
+        assert.strictEqual(summary.accepted, session.messageIds.length)
+        yield* stack.settled
+        yield* built(stack)
+        const page = yield* stack.query.listDecisions(stack.reader, { agent_id: "my-assistant" })
+        assert.strictEqual(page.data.length, session.messageIds.length)
+        const agents = yield* stack.query.listAgents(stack.reader, {})
+        assert.strictEqual(agents.data.find((agent) => agent.agent_id === "my-assistant")?.agent_name, "My assistant")
+      }))
+
     it.effect("the service away while it follows the transcripts, a line cut mid-way, a corrupt line, a file deleted: nothing lost, nothing doubled", () =>
       Effect.gen(function*() {
         const stack = yield* Stack
