@@ -13,7 +13,7 @@ import { Effect, Layer, Option, Redacted } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { LedgerConfig } from "../config/LedgerConfig.ts"
-import { migrations } from "./migrations.ts"
+import { migrations } from "./migrations/index.ts"
 
 /** Starts PGlite with its socket server for the lifetime of the scope; yields the port it listens on. */
 const startEmbedded = (dataDir: string) =>

@@ -1,0 +1,38 @@
+/**
+ * Database migrations, applied by `ledger migrate` and at `serve` start (Effect's SQL migrator, idempotent). One file
+ * per migration, named after its id; the SQL they share, and the isolation model it implements, are in sql.ts.
+ */
+import type { Effect } from "effect"
+import type { SqlClient } from "effect/sql"
+import { initial } from "./0001_initial.ts"
+import { builder } from "./0002_builder.ts"
+import { query } from "./0003_query.ts"
+import { oauth } from "./0004_oauth.ts"
+import { analytics } from "./0005_analytics.ts"
+import { analyticsLeases } from "./0006_analytics_leases.ts"
+import { oauthSweep } from "./0007_oauth_sweep.ts"
+import { loopIndex } from "./0008_loop_index.ts"
+import { oauthClientUse } from "./0009_oauth_client_use.ts"
+import { sessionAliases } from "./0010_session_aliases.ts"
+import { sessionSummaryOwner } from "./0011_session_summary_owner.ts"
+import { oidcLogins } from "./0012_oidc_logins.ts"
+import { agentApis } from "./0013_agent_apis.ts"
+import { transcriptSource } from "./0014_transcript_source.ts"
+
+/** Ordered migrations; ids never change once released (the database records them). */
+export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
+  "0001_initial": initial,
+  "0002_builder": builder,
+  "0003_query": query,
+  "0004_oauth": oauth,
+  "0005_analytics": analytics,
+  "0006_analytics_leases": analyticsLeases,
+  "0007_oauth_sweep": oauthSweep,
+  "0008_loop_index": loopIndex,
+  "0009_oauth_client_use": oauthClientUse,
+  "0010_session_aliases": sessionAliases,
+  "0011_session_summary_owner": sessionSummaryOwner,
+  "0012_oidc_logins": oidcLogins,
+  "0013_agent_apis": agentApis,
+  "0014_transcript_source": transcriptSource
+}
