@@ -168,7 +168,7 @@ const parseUpstreams = (raw: string): ReadonlyArray<Upstream> =>
 
 const trimSlash = (url: string) => url.replace(/\/+$/, "")
 
-const LOOPBACK_HOSTS = new Set(["127.0.0.1", "[::1]", "localhost"])
+export const LOOPBACK_HOSTS = new Set(["127.0.0.1", "[::1]", "localhost"])
 
 const parseOidc = (
   issuer: Option.Option<string>,

@@ -6,7 +6,7 @@
  * A grant is one authorization: every token issued from its code and from the refresh tokens that follow shares
  * its `authorization_id`, so a replayed code or refresh token revokes the whole grant (OAuth 2.1 §4.3.1, §6.1).
  */
-import { Context, Duration, Effect, Layer } from "effect"
+import { Clock, Context, Duration, Effect, Layer } from "effect"
 import { SqlError } from "effect/sql"
 import * as Crypto from "node:crypto"
 import type { DatabaseUnavailable } from "../../domain/errors.ts"
@@ -194,7 +194,7 @@ export class OAuthStore extends Context.Service<OAuthStore, {
             VALUES (${client_id}, ${client_secret === null ? null : hashToken(client_secret)}, ${input.token_endpoint_auth_method},
                     ${input.redirect_uris}::text[], ${JSON.stringify(input.metadata)}::jsonb)`
         ))
-        return { client_id, client_secret, issued_at: Math.floor(Date.now() / 1000) }
+        return { client_id, client_secret, issued_at: Math.floor((yield* Clock.currentTimeMillis) / 1000) }
       })
 
       const client = Effect.fn("OAuthStore.client")(function*(clientId: string) {

@@ -8,7 +8,7 @@
  */
 import { Effect, Option, Redacted, Schema } from "effect"
 import * as Oidc from "openid-client"
-import type { OidcSettings } from "../../config/LedgerConfig.ts"
+import { LOOPBACK_HOSTS, type OidcSettings } from "../../config/LedgerConfig.ts"
 import type { OidcLogin } from "./OAuthStore.ts"
 
 export class OidcFailure extends Schema.TaggedError<OidcFailure>()("OidcFailure", {
@@ -37,7 +37,6 @@ export interface OidcProvider {
   identify(callbackQuery: URLSearchParams, login: OidcLogin): Effect.Effect<OidcIdentity, OidcFailure>
 }
 
-const LOOPBACK_HOSTS = new Set(["127.0.0.1", "[::1]", "localhost"])
 /** seconds for each request to the provider (openid-client's default is 30) */
 const REQUEST_TIMEOUT_S = 10
 
