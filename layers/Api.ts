@@ -6,7 +6,7 @@ import { Layer } from "effect"
 import { DocsRoute, RestRoutes } from "../src/api/RestRoutes.ts"
 import { McpRoutesLive } from "../src/mcp/McpRoutes.ts"
 import { OpsRoutes } from "../src/ops/Health.ts"
-import { LedgerQuery } from "../src/query/LedgerQuery.ts"
+import { LedgerQueryLive } from "../src/query/ReadModel.ts"
 import { AnalyticsQueryLive } from "./Analytics.ts"
 
 export const ApiRoutesLive = Layer.mergeAll(
@@ -14,4 +14,4 @@ export const ApiRoutesLive = Layer.mergeAll(
   RestRoutes,
   DocsRoute,
   McpRoutesLive
-).pipe(Layer.provide(Layer.mergeAll(LedgerQuery.layer, AnalyticsQueryLive)))
+).pipe(Layer.provide(Layer.mergeAll(LedgerQueryLive, AnalyticsQueryLive)))

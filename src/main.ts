@@ -1,21 +1,17 @@
 /**
- * The `ledger` command line (CONTRACT.md "Commands").
+ * The `ledger` command line: its commands, flags and output. What each command runs on is composed in layers/
+ * (layers/Serve.ts for `serve`, layers/Cli.ts for the others); `watch` is in src/watcher/command.ts.
  */
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
-import { Console, Effect, Layer, Option } from "effect"
+import { Clock, Console, Effect, Layer, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
+import { AdminLive, DlqLive, MigrateLive, RebuildLive, StatusLive } from "../layers/Cli.ts"
 import { ROLES, type Role, serveLayer } from "../layers/Serve.ts"
-import { PlatformLive } from "../layers/Platform.ts"
-import { StoreLive } from "../layers/Store.ts"
 import { Rebuilder } from "./builder/Rebuild.ts"
 import { progressBar } from "./builder/RebuildProgress.ts"
 import { CaptureStream } from "./capture/CaptureStream.ts"
-import * as RedisCaptureStream from "./capture/RedisCaptureStream.ts"
-import { LedgerConfig } from "./config/LedgerConfig.ts"
 import { deadLetterIdentity, PipelineStatus, renderDeadLetters, renderReport } from "./ops/Status.ts"
 import { Credentials } from "./store/Credentials.ts"
-import { DatabaseLive, PgLive } from "./store/Database.ts"
-import { TenantSql } from "./store/TenantSql.ts"
 import { watch } from "./watcher/command.ts"
 
 const json = Flag.Boolean("json").pipe(Flag.withDescription("print machine-readable JSON"), Flag.withDefault(false))
@@ -44,9 +40,9 @@ const migrate = Command.make(
   {},
   () =>
     Effect.gen(function*() {
-      yield* Effect.scoped(Layer.build(DatabaseLive))
+      yield* Effect.scoped(Layer.build(MigrateLive))
       yield* Console.log("migrations applied")
-    }).pipe(Effect.provide(PlatformLive))
+    })
 ).pipe(Command.withDescription("apply database migrations (serve also does this at start)"))
 
 const bootstrap = Command.make(
@@ -95,12 +91,13 @@ const tokenCreate = Command.make(
   },
   Effect.fn(function*({ email, workspace, tenant, kind, expiresInDays, json }) {
     const credentials = yield* Credentials
+    const now = yield* Clock.currentTimeMillis
     const created = yield* credentials.createToken({
       email,
       workspace,
       tenant: Option.getOrUndefined(tenant),
       kind,
-      expiresAt: Option.getOrUndefined(Option.map(expiresInDays, (days) => new Date(Date.now() + days * 86_400_000)))
+      expiresAt: Option.getOrUndefined(Option.map(expiresInDays, (days) => new Date(now + days * 86_400_000)))
     })
     yield* Console.log(json ? JSON.stringify({ token_id: created.token_id, token: created.token }) : `${created.token_id} ${created.token}`)
   })
@@ -117,9 +114,6 @@ const tokenRevoke = Command.make(
   })
 ).pipe(Command.withDescription("revoke a token"))
 
-/** Admin commands open the store themselves; `serve` builds its own layers, so no command shares a database handle. */
-const AdminLive = StoreLive.pipe(Layer.provideMerge(PlatformLive))
-
 const admin = Command.make("admin").pipe(
   Command.withDescription("administration: tenants, users and tokens"),
   Command.withSubcommands([
@@ -130,17 +124,6 @@ const admin = Command.make("admin").pipe(
     )
   ])
 )
-
-/**
- * `status` reads the shared Redis stream and the external database when they are configured, and the serving
- * process's /metrics for what lives inside it otherwise (in-process stream, embedded database). It never migrates.
- */
-const StatusLive = Layer.unwrap(LedgerConfig.useSync((config) =>
-  PipelineStatus.layer.pipe(Layer.provide(Layer.mergeAll(
-    Option.isSome(config.redisUrl) ? RedisCaptureStream.layer : Layer.empty,
-    Option.isSome(config.databaseUrl) ? TenantSql.layer.pipe(Layer.provide(PgLive)) : Layer.empty
-  )))
-)).pipe(Layer.provideMerge(PlatformLive))
 
 const status = Command.make(
   "status",
@@ -161,17 +144,6 @@ const status = Command.make(
   Command.withDescription("pipeline figures: stream length, group lag, pending, oldest pending age, dead letters, spool, decisions/s"),
   Command.provide(StatusLive)
 )
-
-/** The dead letters live in Redis; without REDIS_URL they are inside the serving process (and lost with it). */
-const DlqLive = Layer.unwrap(Effect.gen(function*() {
-  const config = yield* LedgerConfig
-  if (Option.isNone(config.redisUrl)) {
-    return yield* Effect.fail(
-      new Error("dlq needs REDIS_URL: without it the capture stream is in-process and its dead letters exist only inside the serving process")
-    )
-  }
-  return RedisCaptureStream.layer
-})).pipe(Layer.provideMerge(PlatformLive))
 
 const dlqList = Command.make(
   "list",
@@ -227,7 +199,7 @@ const rebuild = Command.make(
   })
 ).pipe(
   Command.withDescription("re-derive every decision from its stored raw call (progress on stderr); stop `serve` first in embedded mode"),
-  Command.provide(Rebuilder.layer.pipe(Layer.provide(StoreLive), Layer.provideMerge(PlatformLive)))
+  Command.provide(RebuildLive)
 )
 
 export const ledger = Command.make("ledger").pipe(

@@ -27,12 +27,13 @@ import { LedgerConfig } from "../config/LedgerConfig.ts"
 import type { ProviderType } from "../domain/capture.ts"
 import type { DatabaseUnavailable } from "../domain/errors.ts"
 import { ScopedSql, TenantSql } from "../store/TenantSql.ts"
-import type { WorkspaceScope } from "./Features.ts"
 import { asUnavailable } from "./errors.ts"
 import { claimWorkspace } from "./lease.ts"
 import type { InsightType, Severity } from "./schema.ts"
-import { superviseLoop, yieldingToIngest } from "./supervise.ts"
+import { every } from "../supervision/supervise.ts"
+import { yieldingToIngest } from "./yieldToIngest.ts"
 import { stableUuid } from "./text.ts"
+import type { WorkspaceScope } from "../domain/principal.ts"
 
 export const RULES = {
   cost_spike: { factor: 3, min_increase_usd: 0.01, baseline_hours: 24, min_baseline_active_hours: 3, critical_factor: 10 },
@@ -627,6 +628,6 @@ export class Detectors extends Context.Service<Detectors, {
   static readonly fiber = Layer.effectDiscard(Effect.gen(function*() {
     const detectors = yield* Detectors
     const { analytics } = yield* LedgerConfig
-    yield* superviseLoop("analytics-detectors", yield* yieldingToIngest("analytics-detectors", detectors.round), analytics.intervalMs)
+    yield* every("analytics-detectors", yield* yieldingToIngest("analytics-detectors", detectors.round), analytics.intervalMs)
   }))
 }

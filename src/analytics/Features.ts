@@ -22,11 +22,7 @@ import {
   WORK_SUBJECT_KINDS
 } from "./rules.ts"
 import { centroid, similarity, stableUuid, subjectTokens } from "./text.ts"
-
-export interface WorkspaceScope {
-  readonly tenant_id: string
-  readonly workspace_id: string
-}
+import type { WorkspaceScope } from "../domain/principal.ts"
 
 const WORK_KINDS: Array<string> = [...WORK_SUBJECT_KINDS]
 const STRONG_KINDS: ReadonlySet<string> = new Set(STRONG_SUBJECT_KINDS)

@@ -6,8 +6,7 @@
  */
 import { Effect } from "effect"
 import type { AnalyticsSettings } from "../config/LedgerConfig.ts"
-import type { Intent } from "../domain/decision.ts"
-import { ScopedSql, TenantSql } from "../store/TenantSql.ts"
+import { ScopedSql } from "../store/TenantSql.ts"
 import type { Roi } from "./schema.ts"
 
 export interface RoiSettings {
@@ -27,26 +26,6 @@ export const workspaceRoiSettings = (defaults: AnalyticsSettings) =>
       hourly_rate_usd: row?.hourly_rate_usd ?? defaults.roiHourlyRateUsd,
       minutes_saved: { ...defaults.roiMinutesSaved, ...row?.minutes_saved }
     } satisfies RoiSettings
-  })
-
-/** Sets a workspace's overrides (as the builder role); intents not named keep the defaults. */
-export const setWorkspaceRoiSettings = (
-  scope: { readonly tenant_id: string; readonly workspace_id: string },
-  overrides: { readonly hourly_rate_usd?: number | undefined; readonly minutes_saved?: Partial<Record<Intent, number>> | undefined }
-) =>
-  Effect.gen(function*() {
-    const tenantSql = yield* TenantSql
-    yield* tenantSql.write(
-      scope,
-      ScopedSql.use((sql) =>
-        sql`INSERT INTO analytics_settings (tenant_id, workspace_id, hourly_rate_usd, minutes_saved, updated_at)
-          VALUES (${scope.tenant_id}::uuid, ${scope.workspace_id}::uuid, ${overrides.hourly_rate_usd ?? null}::float8,
-            ${JSON.stringify(overrides.minutes_saved ?? {})}::jsonb, now())
-          ON CONFLICT (tenant_id, workspace_id) DO UPDATE SET
-            hourly_rate_usd = coalesce(EXCLUDED.hourly_rate_usd, analytics_settings.hourly_rate_usd),
-            minutes_saved = analytics_settings.minutes_saved || EXCLUDED.minutes_saved, updated_at = now()`
-      )
-    )
   })
 
 export const computeRoi = (settings: RoiSettings, successesByIntent: Readonly<Record<string, number>>, costUsd: number): Roi => {

@@ -11,7 +11,7 @@
  */
 import { Effect, Option } from "effect"
 import type { DecisionFilters } from "../query/LedgerQuery.ts"
-import { type SummaryRow, toSummary } from "../query/ReadModel.ts"
+import { type SummaryRow, toSummary } from "../query/rows.ts"
 import type { SqlClient } from "effect/sql"
 import { ScopedSql } from "../store/TenantSql.ts"
 import { currentSessionId } from "../store/sessionAliases.ts"

@@ -8,7 +8,7 @@ import { Effect } from "effect"
 import * as Crypto from "node:crypto"
 import { ScopedSql, type TenantSql } from "../store/TenantSql.ts"
 import { asUnavailable } from "./errors.ts"
-import type { WorkspaceScope } from "./Features.ts"
+import type { WorkspaceScope } from "../domain/principal.ts"
 
 /** This process, as a lease holder: the materialiser and detectors of one process share its leases. */
 const PROCESS_OWNER = Crypto.randomUUID()

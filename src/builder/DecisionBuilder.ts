@@ -1,5 +1,5 @@
 /**
- * The decision builder (DESIGN §3 promises 3–5): consumers of the capture stream's group that turn each batch of
+ * The decision builder (docs/ARCHITECTURE.md, step 4 of a call and the promises it keeps): consumers of the capture stream's group that turn each batch of
  * captures into decisions, in one transaction per batch, and acknowledge after commit.
  *
  * Failure handling, by what failed:
@@ -11,10 +11,10 @@
  * - any other database error: a few retries, then the batch is released unacknowledged; it comes back through the
  *   reclaimer, and an entry delivered more than `maxDeliveries` times goes to the dead letters with the last reason.
  *
- * Consumers and the reclaimer are supervised fibers of the layer's scope (restarted with backoff, interrupted on
- * shutdown). An interrupted batch leaves its entries pending; they are reclaimed and rebuilt idempotently.
+ * Consumers and the reclaimer are supervised fibers of the layer's scope (src/supervision: restarted with backoff,
+ * interrupted on shutdown). An interrupted batch leaves its entries pending; they are reclaimed and rebuilt idempotently.
  */
-import { Cause, Clock, Context, Duration, Effect, Exit, Layer, Metric, Result, Schedule } from "effect"
+import { Cause, Clock, Context, Duration, Effect, Exit, Layer, Metric, Result } from "effect"
 import { SqlError } from "effect/sql"
 import * as Crypto from "node:crypto"
 import * as Os from "node:os"
@@ -23,6 +23,7 @@ import { LedgerConfig } from "../config/LedgerConfig.ts"
 import { DatabaseUnavailable } from "../domain/errors.ts"
 import { buildLatency, builderRetries, capturesDeadLettered, decisionsBuilt } from "../ops/PipelineMetrics.ts"
 import { ScopedSql, TenantSql } from "../store/TenantSql.ts"
+import { backoff, supervise } from "../supervision/supervise.ts"
 import { decodeEntry, type Reconstruction, reconstruct } from "./reconstruct.ts"
 import { pruneThroughput, storeBatch } from "./store.ts"
 
@@ -55,8 +56,6 @@ const READ_BLOCK_MS = 2_000
 const BATCH_TIMEOUT = Duration.seconds(60)
 /** Unexplained database errors tolerated for one batch before it is released to redelivery. */
 const OTHER_FAILURE_ATTEMPTS = 3
-const BACKOFF_BASE_MS = 100
-const BACKOFF_CAP_MS = 5_000
 const PRUNE_INTERVAL = Duration.minutes(5)
 /**
  * A consumer of the group that has not read or claimed for this long and holds nothing pending belongs to a builder
@@ -67,14 +66,24 @@ const CONSUMER_IDLE_LIMIT = Duration.minutes(10)
 /** failure reasons remembered for `maxDeliveries` dead letters (bounded; oldest forgotten first) */
 const REMEMBERED_FAILURES = 10_000
 
-/** Capped exponential backoff with jitter, so many builders do not retry in lockstep. */
-const backoff = (attempt: number) =>
-  Duration.millis(Math.min(BACKOFF_BASE_MS * 2 ** Math.min(attempt - 1, 16), BACKOFF_CAP_MS) * (0.8 + Math.random() * 0.4))
+/** Waits between attempts at a batch, or at the stream: jittered, so that many builders do not retry in step. */
+const RETRY = backoff(Duration.millis(100), Duration.seconds(5))
 
-/** Restarts for a loop that died: quick at first, then every 10 s at most. */
-const RESTART = Schedule.min([Schedule.exponential("200 millis"), Schedule.spaced("10 seconds")])
+/** Retries a stream operation until Redis answers (the work stays in the stream meanwhile). */
+const untilStreamAnswers = <A>(operation: string, effect: Effect.Effect<A, StreamUnavailable>) =>
+  effect.pipe(
+    Effect.tapError((error) => Effect.logWarning(`capture stream ${operation} failed; retrying`, { error: error.message })),
+    Effect.retry({ schedule: RETRY }),
+    // the schedule never ends: this cannot fail
+    Effect.orDie
+  )
 
 type FailureKind = "unavailable" | "data" | "other"
+/** Why a batch did not commit, and so what to do about it. */
+interface Failure {
+  readonly kind: FailureKind
+  readonly reason: string
+}
 
 /** SQLSTATE classes of a database that is down or overloaded rather than refusing this data. */
 const UNAVAILABLE_STATES = /^(08|53|57P)/
@@ -86,7 +95,7 @@ const ENCODING_ERRORS = new Set(["PgTypesCodecError", "PgProtocolEncodeError"])
  * Sorts a failed batch write by what to do about it. It takes whatever the write failed with — a typed failure, or a
  * defect (a connection lost mid-transaction can surface as one, from the rollback).
  */
-export const classifyFailure = (error: unknown): { kind: FailureKind; reason: string } => {
+export const classifyFailure = (error: unknown): Failure => {
   if (error === "timeout") return { kind: "unavailable", reason: `batch did not commit within ${Duration.format(BATCH_TIMEOUT)}` }
   const unwrapped = error instanceof DatabaseUnavailable ? error.cause : error
   if (!SqlError.isSqlError(unwrapped)) {
@@ -129,15 +138,6 @@ export class DecisionBuilder extends Context.Service<DecisionBuilder, {
         }
       }
 
-      /** Retries a stream operation until Redis answers (the work stays in the stream meanwhile). */
-      const untilStreamAnswers = <A>(operation: string, effect: Effect.Effect<A, StreamUnavailable>) =>
-        effect.pipe(
-          Effect.tapError((error) => Effect.logWarning(`capture stream ${operation} failed; retrying`, { error: error.message })),
-          Effect.retry({ schedule: Schedule.min([Schedule.exponential(`${BACKOFF_BASE_MS} millis`), Schedule.spaced(`${BACKOFF_CAP_MS} millis`)]) }),
-          // the schedule never ends: this cannot fail
-          Effect.orDie
-        )
-
       const deadLetter = (entry: StreamEntry, reason: string) =>
         untilStreamAnswers("dead-letter", stream.deadLetter(entry, reason)).pipe(
           Effect.andThen(Metric.update(capturesDeadLettered, 1)),
@@ -148,55 +148,55 @@ export class DecisionBuilder extends Context.Service<DecisionBuilder, {
       const store = (consumer: string, items: ReadonlyArray<Pending>): Effect.Effect<Stored> =>
         Effect.gen(function*() {
           if (items.length === 0) return { committed: [], inserted: new Set<string>(), deadLettered: 0, released: [] }
-          let attempt = 0
+          let attempts = 0
           let unexplained = 0
-          while (true) {
-            const result = yield* storeBatch(items.map((item) => item.reconstruction), { gapMs, consumer }).pipe(
-              Effect.provideService(TenantSql, tenantSql),
-              Effect.timeoutOrElse({ duration: BATCH_TIMEOUT, orElse: () => Effect.fail("timeout" as const) }),
-              Effect.exit
-            )
-            if (Exit.isSuccess(result)) {
-              if (attempt > 0) yield* Effect.logInfo("batch committed after retrying", { attempts: attempt + 1, captures: items.length })
-              return { committed: items, inserted: result.value.inserted, deadLettered: 0, released: [] }
-            }
-            if (Cause.hasInterruptsOnly(result.cause)) return yield* Effect.interrupt
-            const failure = classifyFailure(Cause.squash(result.cause))
-            attempt++
-            if (failure.kind === "data") {
-              if (items.length === 1) {
-                yield* deadLetter(items[0]!.entry, `database refused the decision: ${failure.reason}`)
-                return { committed: [], inserted: new Set<string>(), deadLettered: 1, released: [] }
-              }
-              // find the capture at fault; the rest of the batch commits
-              const half = Math.ceil(items.length / 2)
-              const first = yield* store(consumer, items.slice(0, half))
-              const second = yield* store(consumer, items.slice(half))
-              return {
-                committed: [...first.committed, ...second.committed],
-                inserted: new Set([...first.inserted, ...second.inserted]),
-                deadLettered: first.deadLettered + second.deadLettered,
-                released: [...first.released, ...second.released]
-              }
-            }
-            remember(items.map((item) => item.entry.id), failure.reason)
-            if (failure.kind === "other" && ++unexplained >= OTHER_FAILURE_ATTEMPTS) {
-              yield* Effect.logError("batch failed repeatedly; leaving it to redelivery", { captures: items.length, error: failure.reason })
-              return { committed: [], inserted: new Set<string>(), deadLettered: 0, released: items }
-            }
-            const delay = backoff(attempt)
-            yield* Metric.update(builderRetries, 1)
-            // a long outage logs its first failures, then one line a minute or so
-            if (attempt <= 3 || attempt % 12 === 0) {
-              yield* Effect.logWarning("batch write failed; backing off", {
-                captures: items.length,
-                attempt,
-                retry_in_ms: Math.round(Duration.toMillis(delay)),
-                error: failure.reason
+          const retrying = (failure: Failure) =>
+            failure.kind === "unavailable" || (failure.kind === "other" && unexplained < OTHER_FAILURE_ATTEMPTS)
+          const result = yield* storeBatch(items.map((item) => item.reconstruction), { gapMs, consumer }).pipe(
+            Effect.provideService(TenantSql, tenantSql),
+            Effect.timeoutOrElse({ duration: BATCH_TIMEOUT, orElse: () => Effect.fail("timeout" as const) }),
+            // typed failures and defects alike (a connection lost mid-transaction can surface as a defect)
+            Effect.catchCause((cause) => Cause.hasInterruptsOnly(cause) ? Effect.interrupt : Effect.fail(classifyFailure(Cause.squash(cause)))),
+            Effect.tapError((failure) =>
+              Effect.gen(function*() {
+                attempts++
+                if (failure.kind === "data") return
+                remember(items.map((item) => item.entry.id), failure.reason)
+                if (failure.kind === "other") unexplained++
+                if (!retrying(failure)) return
+                yield* Metric.update(builderRetries, 1)
+                // a long outage logs its first failures, then one line a minute or so
+                if (attempts <= 3 || attempts % 12 === 0) {
+                  yield* Effect.logWarning("batch write failed; backing off", { captures: items.length, attempt: attempts, error: failure.reason })
+                }
               })
-            }
-            yield* Effect.sleep(delay)
+            ),
+            Effect.retry({ schedule: RETRY, while: retrying }),
+            Effect.exit
+          )
+          if (Exit.isSuccess(result)) {
+            if (attempts > 0) yield* Effect.logInfo("batch committed after retrying", { attempts: attempts + 1, captures: items.length })
+            return { committed: items, inserted: result.value.inserted, deadLettered: 0, released: [] }
           }
+          const failure = Cause.squash(result.cause) as Failure
+          if (failure.kind === "data") {
+            if (items.length === 1) {
+              yield* deadLetter(items[0]!.entry, `database refused the decision: ${failure.reason}`)
+              return { committed: [], inserted: new Set<string>(), deadLettered: 1, released: [] }
+            }
+            // find the capture at fault; the rest of the batch commits
+            const half = Math.ceil(items.length / 2)
+            const first = yield* store(consumer, items.slice(0, half))
+            const second = yield* store(consumer, items.slice(half))
+            return {
+              committed: [...first.committed, ...second.committed],
+              inserted: new Set([...first.inserted, ...second.inserted]),
+              deadLettered: first.deadLettered + second.deadLettered,
+              released: [...first.released, ...second.released]
+            }
+          }
+          yield* Effect.logError("batch failed repeatedly; leaving it to redelivery", { captures: items.length, error: failure.reason })
+          return { committed: [], inserted: new Set<string>(), deadLettered: 0, released: items }
         })
 
       const process = Effect.fn("DecisionBuilder.process")(function*(consumer: string, entries: ReadonlyArray<StreamEntry>) {
@@ -243,18 +243,6 @@ export class DecisionBuilder extends Context.Service<DecisionBuilder, {
   )
 }
 
-/** Keeps a loop running: a failure or defect is logged and the loop restarts with backoff; interruption stops it. */
-const supervise = <R>(name: string, loop: Effect.Effect<unknown, unknown, R>) =>
-  loop.pipe(
-    Effect.catchCause((cause) =>
-      Cause.hasInterruptsOnly(cause)
-        ? Effect.failCause(cause)
-        : Effect.logError(`${name} stopped; restarting`, { cause: Cause.pretty(cause) }).pipe(Effect.andThen(Effect.fail(cause)))
-    ),
-    Effect.retry({ schedule: RESTART }),
-    Effect.forkScoped
-  )
-
 /**
  * The builder role's fibers: `builderConsumers` consumers of the group, a reclaimer taking over entries idle longer
  * than `reclaimIdleMs` (a dead consumer's), the throughput pruner, and the pruner of consumers of builders gone.
@@ -268,14 +256,7 @@ export const BuilderWorkers = Layer.effectDiscard(Effect.gen(function*() {
 
   const consume = (consumer: string) =>
     Effect.gen(function*() {
-      const entries = yield* stream.read(consumer, { count: settings.builderBatchSize, blockMs: READ_BLOCK_MS }).pipe(
-        Effect.catch((error) =>
-          Effect.logWarning("capture stream read failed; retrying", { consumer, error: error.message }).pipe(
-            Effect.andThen(Effect.sleep(Duration.millis(BACKOFF_CAP_MS / 5))),
-            Effect.as([])
-          )
-        )
-      )
+      const entries = yield* untilStreamAnswers("read", stream.read(consumer, { count: settings.builderBatchSize, blockMs: READ_BLOCK_MS }))
       if (entries.length > 0) yield* builder.process(consumer, entries)
       // a short batch: let the next one gather (see builderLingerMs)
       if (entries.length > 0 && entries.length < settings.builderBatchSize && settings.builderLingerMs > 0) {

@@ -15,7 +15,8 @@ import type { DatabaseUnavailable } from "../domain/errors.ts"
 import { ScopedSql, TenantSql, unavailable } from "../store/TenantSql.ts"
 import { continueTrace } from "./derive/trace.ts"
 import { captureOfStored, pgJson, pgText, reconstruct, type StoredCall } from "./reconstruct.ts"
-import { agentLockKey, floats, lockAgents, texts, uuids, type WorkspaceScope, writeSessions } from "./store.ts"
+import { agentLockKey, floats, lockAgents, texts, uuids, writeSessions } from "./store.ts"
+import type { WorkspaceScope } from "../domain/principal.ts"
 
 export interface RebuildProgress {
   readonly done: number

@@ -1,5 +1,5 @@
 /**
- * Session assignment (DESIGN §5), as pure planning over one agent's calls and the sessions already stored.
+ * Session assignment, as pure planning over one agent's calls and the sessions already stored.
  *
  * - A call with an `execution_id` belongs to the one session of that execution (per tenant, workspace and agent).
  * - A call that continues another (a `previous_response_id` chain) belongs to that call's session.
@@ -12,6 +12,7 @@
  * order captures arrive in: late, out-of-order and redelivered captures end up where in-order ones would have.
  * The caller holds the agent's lock while it plans and writes, so nothing else changes these sessions meanwhile.
  */
+import type { SessionRollup } from "../domain/sessionSummary.ts"
 
 export interface PlannedCall {
   readonly ledger_id: string
@@ -145,42 +146,6 @@ export const planSessions = (
   }
   for (const [ledgerId, id] of assignment) assignment.set(ledgerId, surviving(id))
   return { assignment, created, merged }
-}
-
-/** What a session's rollup holds, in the builder's terms. */
-export interface SessionRollup {
-  readonly decision_count: number
-  readonly error_count: number
-  readonly total_cost_usd: number
-  readonly total_tokens: number
-  /** epoch ms */
-  readonly started_at: number
-  readonly ended_at: number
-  /** the first decision (by time, then id): the summary opens with its title */
-  readonly first: { readonly at: number; readonly ledger_id: string; readonly title: string }
-}
-
-const formatDuration = (ms: number): string => {
-  const minutes = Math.round(ms / 60_000)
-  if (minutes < 1) return "under a minute"
-  if (minutes < 60) return `${minutes} min`
-  const hours = Math.floor(minutes / 60)
-  return `${hours} h ${String(minutes % 60).padStart(2, "0")} min`
-}
-
-const SUMMARY_TITLE_CHARS = 100
-
-/** A short deterministic summary: what the session opened with, its size, errors, cost and time span. */
-export const sessionSummary = (rollup: SessionRollup): string => {
-  const title = rollup.first.title.length > SUMMARY_TITLE_CHARS
-    ? `${rollup.first.title.slice(0, SUMMARY_TITLE_CHARS - 1).trimEnd()}…`
-    : rollup.first.title
-  const parts = [
-    `${rollup.decision_count} decision${rollup.decision_count === 1 ? "" : "s"} over ${formatDuration(rollup.ended_at - rollup.started_at)}`,
-    ...(rollup.error_count > 0 ? [`${rollup.error_count} error${rollup.error_count === 1 ? "" : "s"}`] : []),
-    `$${rollup.total_cost_usd.toFixed(4)}`
-  ]
-  return `${title} (${parts.join(", ")})`
 }
 
 /** The earlier of two first decisions, by time then id (the order `ledger rebuild` uses in SQL). */

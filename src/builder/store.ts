@@ -15,10 +15,12 @@ import * as Crypto from "node:crypto"
 import { captureApi } from "../domain/capture.ts"
 import type { LogicStep } from "../domain/decision.ts"
 import type { DatabaseUnavailable } from "../domain/errors.ts"
+import { type SessionRollup, sessionSummary } from "../domain/sessionSummary.ts"
 import { ScopedSql, TenantSql } from "../store/TenantSql.ts"
 import { continueTrace } from "./derive/trace.ts"
 import { callFacts, pgJson, pgText, type Reconstruction } from "./reconstruct.ts"
-import { earlierFirst, type KnownSession, type PlannedCall, planSessions, type SessionRollup, sessionSummary } from "./sessions.ts"
+import { earlierFirst, type KnownSession, type PlannedCall, planSessions } from "./sessions.ts"
+import type { WorkspaceScope } from "../domain/principal.ts"
 
 // --- typed array parameters: UNNEST needs element types the driver cannot infer from mixed or all-NULL values
 
@@ -36,11 +38,6 @@ const times = (values: ReadonlyArray<number | null>) =>
 
 /** Class id of the ledger's advisory locks (the first key of the two-key form). */
 const AGENT_LOCK_CLASS = 0x1ed9e7
-
-export interface WorkspaceScope {
-  readonly tenant_id: string
-  readonly workspace_id: string
-}
 
 /** The advisory lock key of an agent: 32 bits of a hash (a collision only serialises two agents more). */
 export const agentLockKey = (scope: WorkspaceScope, agentId: string): number =>

@@ -1,5 +1,5 @@
 /**
- * The capture publisher (DESIGN §3 promises 1–2): the gateway hands each capture (its JSON text, built once)
+ * The capture publisher (docs/ARCHITECTURE.md, step 3 of a call; the first two promises): the gateway hands each capture (its JSON text, built once)
  * to `offer`, which returns at once; a batching fiber publishes to the capture stream.
  *
  * - The mailbox is a bounded Effect `Queue` (LEDGER_CAPTURE_QUEUE_CAPACITY captures, and at most
@@ -19,18 +19,19 @@
  * On Redis, what is published is also kept until the builders have committed it, and published again if Redis
  * comes back without it (Republisher).
  */
-import { Cause, Context, Duration, Effect, Exit, Fiber, Layer, Metric, Option, Queue } from "effect"
+import { Cause, Clock, Context, Duration, Effect, Exit, Fiber, Layer, Metric, Option, Queue } from "effect"
 import { LedgerConfig } from "../config/LedgerConfig.ts"
 import { type BatchId, batchIds, CaptureStream } from "./CaptureStream.ts"
 import { makeRepublisher, RECONCILE_MS } from "./Republisher.ts"
+import { backoff, steppedBackoff, supervise } from "../supervision/supervise.ts"
 import { Spool, spoolDir, type SpoolStats } from "./Spool.ts"
 
 /** Text held in memory by the queue, in UTF-16 code units (captures carry whole request and response bodies). */
 const QUEUE_MAX_BYTES = 64 * 1024 * 1024
 /** Most text the spool puts in one batch of captures it received unpublished (a replay publishes one batch). */
 const SPOOL_BATCH_MAX_BYTES = 4 * 1024 * 1024
-const RETRY_MIN_MS = 100
-const RETRY_MAX_MS = 5_000
+/** Between replays of the spool while the stream refuses them. */
+const REPLAY_BACKOFF = backoff(Duration.millis(100), Duration.seconds(5))
 /**
  * After the first capture of a batch, how long to wait for more (up to LEDGER_CAPTURE_BATCH_SIZE): a quiet gateway
  * then publishes many captures per round trip instead of one, and a busy one publishes full batches. Every batch
@@ -94,7 +95,9 @@ export class CapturePublisher extends Context.Service<CapturePublisher, {
       let queuedBytes = 0
       /** captures accepted by the queue and not yet published or spooled */
       let pending = 0
-      let retryDelayMs = RETRY_MIN_MS
+      const replayBackoff = yield* steppedBackoff(REPLAY_BACKOFF)
+      /** the stream refuses publishes (since the last success) */
+      let failing = false
       /** epoch ms before which the spool is not replayed (backoff after a failure) */
       let replayNotBefore = 0
       /** shutdown has begun: finish the queue, stop replaying */
@@ -154,16 +157,21 @@ export class CapturePublisher extends Context.Service<CapturePublisher, {
         Effect.gen(function*() {
           publishFailures.updateUnsafe(1, context)
           // one warning per outage, not one per retry
-          if (retryDelayMs === RETRY_MIN_MS) {
+          if (!failing) {
+            failing = true
             const error = Cause.squash(cause)
             yield* Effect.logWarning("capture stream unavailable; spooling captures", {
               error: error instanceof Error ? error.message : String(error),
               count
             })
           }
-          replayNotBefore = Date.now() + retryDelayMs
-          retryDelayMs = Math.min(retryDelayMs * 2, RETRY_MAX_MS)
+          replayNotBefore = (yield* Clock.currentTimeMillis) + (yield* replayBackoff.next)
         })
+
+      const publishSucceeded = Effect.suspend(() => {
+        failing = false
+        return replayBackoff.reset
+      })
 
       /**
        * Publishes a batch taken from the queue, or spools it (behind what is already spooled, keeping order). A
@@ -181,7 +189,7 @@ export class CapturePublisher extends Context.Service<CapturePublisher, {
             if (republisher !== undefined) yield* republisher.published(id, exit.value, batch)
             pending -= count
             published.updateUnsafe(count, context)
-            retryDelayMs = RETRY_MIN_MS
+            yield* publishSucceeded
             release(batch)
             return
           }
@@ -208,7 +216,7 @@ export class CapturePublisher extends Context.Service<CapturePublisher, {
             captures: batch.payloads.length
           })
         }
-        retryDelayMs = RETRY_MIN_MS
+        yield* publishSucceeded
         if (spool.isEmpty) yield* Effect.logInfo("capture spool replayed")
       })
 
@@ -226,7 +234,7 @@ export class CapturePublisher extends Context.Service<CapturePublisher, {
         const first = republisher === undefined || republisher.idle
           ? yield* nextBatch(true)
           : yield* nextBatch(true).pipe(
-            Effect.timeoutOption(Math.max(0, reconcileAt - Date.now())),
+            Effect.timeoutOption(Math.max(0, reconcileAt - (yield* Clock.currentTimeMillis))),
             Effect.map(Option.getOrElse((): Array<string> => []))
           )
         if (first.length === 0 || first.length >= batchSize || ending) return first
@@ -239,10 +247,12 @@ export class CapturePublisher extends Context.Service<CapturePublisher, {
       })
 
       /** Checks what the republisher keeps against the stream, once a RECONCILE_MS. */
-      const reconcile = Effect.suspend(() => {
-        if (republisher === undefined || republisher.idle || Date.now() < reconcileAt) return Effect.void
-        reconcileAt = Date.now() + RECONCILE_MS
-        return republisher.reconcile
+      const reconcile = Effect.gen(function*() {
+        if (republisher === undefined || republisher.idle) return
+        const now = yield* Clock.currentTimeMillis
+        if (now < reconcileAt) return
+        reconcileAt = now + RECONCILE_MS
+        yield* republisher.reconcile
       })
 
       /** One round; fails with Done once shutdown has begun and the queue is empty. */
@@ -256,23 +266,19 @@ export class CapturePublisher extends Context.Service<CapturePublisher, {
         const batch = yield* nextBatch(false)
         if (batch.length > 0) spillTaken(batch)
         if (ending) return Queue.sizeUnsafe(queue) === 0 ? yield* Cause.done() : undefined
-        if (Date.now() >= replayNotBefore) yield* replay
-        else if (batch.length === 0) yield* Effect.sleep(Math.min(RECOVERY_POLL_MS, replayNotBefore - Date.now()))
+        const now = yield* Clock.currentTimeMillis
+        if (now >= replayNotBefore) yield* replay
+        else if (batch.length === 0) yield* Effect.sleep(Math.min(RECOVERY_POLL_MS, replayNotBefore - now))
       })
 
-      // Runs until shutdown has drained the queue; a defect restarts it after a pause.
-      const run: Effect.Effect<void> = step.pipe(
-        Effect.forever,
-        Effect.catchCause((cause) =>
-          Cause.hasFails(cause) && Cause.isDone(Cause.squash(cause))
-            ? Effect.void
-            : Effect.logError("capture publisher failed; restarting", { cause: Cause.pretty(cause) }).pipe(
-              Effect.andThen(Effect.sleep(RETRY_MAX_MS)),
-              Effect.andThen(Effect.suspend(() => run))
-            )
+      // Runs until shutdown has drained the queue (Done); a defect starts it again after a pause.
+      const fiber = yield* supervise(
+        "capture publisher",
+        step.pipe(
+          Effect.forever,
+          Effect.catchCause((cause) => Cause.hasFails(cause) && Cause.isDone(Cause.squash(cause)) ? Effect.void : Effect.failCause(cause))
         )
       )
-      const fiber = yield* Effect.forkScoped(run)
 
       const registrations = [
         Metric.registerUnsafe(queueDepth, context, { get: () => ({ value: Queue.sizeUnsafe(queue) }), update: () => {}, modify: () => {} }),

@@ -21,6 +21,12 @@ export const Principal = Schema.Struct({
 })
 export type Principal = typeof Principal.Type
 
+/** A tenant's workspace: what every ledger row belongs to, and what a writer's transaction is scoped to. */
+export interface WorkspaceScope {
+  readonly tenant_id: string
+  readonly workspace_id: string
+}
+
 /** The part of a principal that scopes ledger rows. */
 export interface TenantScope {
   readonly tenant_id: string

@@ -8,13 +8,14 @@
  * metrics join this process's `/metrics` (Health.addSource). Shutdown asks it to stop — a batch being built commits
  * or stays pending in the stream for the next builder — and cuts it after SHUTDOWN_GRACE.
  */
-import { Context, Deferred, Duration, Effect, Layer, Schedule } from "effect"
+import { Clock, Context, Deferred, Duration, Effect, Layer } from "effect"
 import { Worker } from "node:worker_threads"
+import { backoff } from "../supervision/supervise.ts"
 import { Health } from "./Health.ts"
 
 const SHUTDOWN_GRACE = Duration.seconds(30)
 /** 1 s, doubling, at most 30 s between restarts */
-const RESTART_BACKOFF = Schedule.min([Schedule.exponential(Duration.seconds(1)), Schedule.spaced(Duration.seconds(30))])
+const RESTART_BACKOFF = backoff(Duration.seconds(1), Duration.seconds(30))
 
 /** Messages between the threads. */
 export type ToBuilderThread = { readonly type: "metrics"; readonly id: number } | { readonly type: "stop" }
@@ -34,8 +35,7 @@ export class BuilderThread extends Context.Service<BuilderThread, {
       const answers = new Map<number, (text: string) => void>()
 
       /** Runs one thread until it exits; fails when it exits without having been asked to. */
-      const runOnce = Effect.callback<void, Error>((resume) => {
-        const started = Date.now()
+      const runThread = Effect.callback<void, { readonly code: number; readonly failure: Error | null }>((resume) => {
         const thread = new Worker(new URL("../builderThread.ts", import.meta.url))
         worker = thread
         thread.on("message", (message: FromBuilderThread) => {
@@ -50,10 +50,18 @@ export class BuilderThread extends Context.Service<BuilderThread, {
           worker = null
           for (const answer of answers.values()) answer("")
           answers.clear()
-          if (stopping) return resume(Effect.void)
-          const ran = Date.now() - started
-          resume(Effect.fail(new Error(`builder thread exited (code ${code}) after ${Math.round(ran / 1000)} s${failure === null ? "" : `: ${failure.stack ?? failure.message}`}`)))
+          resume(stopping ? Effect.void : Effect.fail({ code, failure }))
         })
+      })
+      const runOnce = Effect.gen(function*() {
+        const started = yield* Clock.currentTimeMillis
+        return yield* runThread.pipe(
+          Effect.catch(({ code, failure }) =>
+            Effect.flatMap(Clock.currentTimeMillis, (now) =>
+              Effect.fail(new Error(`builder thread exited (code ${code}) after ${Math.round((now - started) / 1000)} s${failure === null ? "" : `: ${failure.stack ?? failure.message}`}`))
+            )
+          )
+        )
       })
 
       const supervise = runOnce.pipe(

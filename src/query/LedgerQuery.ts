@@ -1,16 +1,15 @@
 /**
- * The read model (DESIGN §2.2, §2.4): the only code that reads ledger tables for clients. REST and MCP both call
- * it, and both return what it returns (one schema, two surfaces). It runs every query through
- * `TenantSql.read(principal, ...)`, so each answer is scoped to the caller's tenant, workspace and user.
+ * The read model's contract: the only service that reads ledger tables for clients. REST and MCP both call it,
+ * and both return what it returns (one schema, two surfaces); every answer is scoped to the caller's tenant,
+ * workspace and user. This module holds its shape, parameters and pages only; the implementation and its layer
+ * are in ./ReadModel.ts (see docs/ARCHITECTURE.md).
  */
-import { Context, type Effect, Layer, Schema } from "effect"
+import { Context, type Effect, Schema } from "effect"
 import { Decision, DecisionSummary, Intent, Outcome } from "../domain/decision.ts"
 import type { BadRequest, DatabaseUnavailable, NotFound } from "../domain/errors.ts"
 import { Agent, Page, Session, SessionDetail } from "../domain/ledger.ts"
 import type { Principal } from "../domain/principal.ts"
-import { CursorSecret } from "./cursor.ts"
 import { AgentId, AgentOrder, DecisionOrder, IsoDateTime, LedgerUuid, ModelName, SessionOrder, UnitScore, UsdAmount } from "./params.ts"
-import { makeLedgerQuery } from "./ReadModel.ts"
 
 export const AgentPage = Page(Agent)
 export type AgentPage = typeof AgentPage.Type
@@ -41,7 +40,7 @@ export interface SessionListParams extends PageParams {
   readonly until?: string | undefined
 }
 
-/** Filters of `list_decisions` (DESIGN §6), also used by session decision lists and similarity search. */
+/** Filters of `list_decisions`, also used by session decision lists and similarity search. */
 export const DecisionFilters = Schema.Struct({
   since: Schema.optional(IsoDateTime.annotate({ description: "Only decisions created at or after this ISO 8601 time." })),
   until: Schema.optional(IsoDateTime.annotate({ description: "Only decisions created before this ISO 8601 time." })),
@@ -72,9 +71,6 @@ export class LedgerQuery extends Context.Service<LedgerQuery, {
   /** `sessionId` given: the decision must belong to it (REST path); omitted: looked up by ledger id alone (MCP). */
   getDecision(principal: Principal, ledgerId: string, sessionId?: string): Effect.Effect<Decision, QueryError>
   listDecisions(principal: Principal, params: DecisionListParams): Effect.Effect<DecisionPage, BadRequest | DatabaseUnavailable>
-}>()("ledger/query/LedgerQuery") {
-  /** The read model on the tenant-scoped client (needs TenantSql and LedgerConfig). */
-  static readonly layer = Layer.effect(LedgerQuery, makeLedgerQuery).pipe(Layer.provide(CursorSecret.layer))
-}
+}>()("ledger/query/LedgerQuery") {}
 
 export { Agent, Decision, DecisionSummary, Session, SessionDetail }

@@ -13,16 +13,15 @@
  * the work through a transaction-scoped advisory lock. ANALYZE reads a sample (30,000 rows at the default target),
  * so a large table costs the same as a middling one.
  */
-import { Context, Duration, Effect, Layer, Metric, Schedule } from "effect"
+import { Context, Duration, Effect, Layer, Metric } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
+import { every } from "../supervision/supervise.ts"
 
 /** autovacuum_analyze_threshold and autovacuum_analyze_scale_factor, PostgreSQL's defaults */
 const ANALYZE_THRESHOLD = 50
 const ANALYZE_SCALE = 0.1
 /** How often the counts are read: a new install has statistics within this of its first rows. */
 const CHECK_EVERY = Duration.seconds(10)
-/** 1 s, doubling, at most a minute between attempts while the database does not answer */
-const RETRY = Schedule.min([Schedule.exponential(Duration.seconds(1)), Schedule.spaced(Duration.minutes(1))])
 /** Key of the advisory lock that lets one process at a time analyse (an arbitrary constant of this project). */
 const ANALYZE_LOCK = 7_316_401
 
@@ -66,11 +65,6 @@ export class PlannerStatistics extends Context.Service<PlannerStatistics, {
   /** Keeps the statistics fresh for as long as the layer lives (the builder role). */
   static readonly maintained = Layer.effectDiscard(Effect.gen(function*() {
     const { refresh } = yield* PlannerStatistics
-    yield* refresh.pipe(
-      Effect.tapError((error) => Effect.logWarning("planner statistics not refreshed; retrying", { error: String(error) })),
-      Effect.retry({ schedule: RETRY }),
-      Effect.repeat(Schedule.spaced(CHECK_EVERY)),
-      Effect.forkScoped
-    )
+    yield* every("planner statistics", refresh, CHECK_EVERY)
   }))
 }

@@ -12,9 +12,10 @@
  * What leaves the machine is the turns: the conversation up to each call and the answer, with the client's session
  * id, version, working directory and git branch — nothing else from the directories, and no credential.
  */
-import { Clock, Context, Data, Duration, Effect, Layer, Option, Redacted, Schedule } from "effect"
+import { Clock, Context, Data, Duration, Effect, Layer, Option, Redacted } from "effect"
 import type { TranscriptTurn, TurnOutcome } from "../domain/transcript.ts"
 import { MAX_TURNS_PER_REQUEST } from "../domain/transcript.ts"
+import { backoff } from "../supervision/supervise.ts"
 import { type FileCounts, type FoundTurn, type Root, TranscriptFiles } from "./TranscriptFiles.ts"
 
 const POLL = Duration.seconds(1)
@@ -24,7 +25,7 @@ const OUTBOX_TURNS = 2_000
 const BATCH_BYTES = 4 * 1024 * 1024
 const BATCH_TURNS = Math.min(100, MAX_TURNS_PER_REQUEST)
 /** 0.5 s, doubling, at most 30 s between attempts while the service cannot be reached. */
-const RETRY = Schedule.min([Schedule.exponential(Duration.millis(500)), Schedule.spaced(Duration.seconds(30))])
+const RETRY = backoff(Duration.millis(500), Duration.seconds(30))
 /** How long `--once` keeps trying an unreachable service before it gives up (what it read stays unsent). */
 const ONCE_GIVE_UP = Duration.minutes(1)
 const SEND_TIMEOUT_MS = 60_000

@@ -11,6 +11,7 @@ import { Authenticator } from "../../src/api/Authenticator.ts"
 import { Health } from "../../src/ops/Health.ts"
 import { PipelineMetrics } from "../../src/ops/PipelineMetrics.ts"
 import { LedgerQuery } from "../../src/query/LedgerQuery.ts"
+import { LedgerQueryLive } from "../../src/query/ReadModel.ts"
 import { gatewayStack } from "../support/gateway-stack.ts"
 import { gatewayClient } from "../support/openai-client.ts"
 
@@ -19,7 +20,7 @@ const PROVIDER_KEY = "sk-provider-test-0123456789"
 describe("pipeline: gateway → stream → builder → query layer", () => {
   it.live("every call through the gateway becomes a decision, visible over the query layer", () =>
     Effect.gen(function*() {
-      const stack = yield* gatewayStack({ layer: Layer.mergeAll(BuilderLive, LedgerQuery.layer) })
+      const stack = yield* gatewayStack({ layer: Layer.mergeAll(BuilderLive, LedgerQueryLive) })
       const client = gatewayClient(stack, {
         query: { agent_id: "agent-pipeline", agent_name: "Pipeline agent", execution_id: "run-42" },
         providerKey: PROVIDER_KEY

@@ -10,6 +10,7 @@ import { derive } from "../../src/builder/derive/derive.ts"
 import type { Capture } from "../../src/domain/capture.ts"
 import type { Principal } from "../../src/domain/principal.ts"
 import { LedgerQuery } from "../../src/query/LedgerQuery.ts"
+import { LedgerQueryLive } from "../../src/query/ReadModel.ts"
 import { Credentials } from "../../src/store/Credentials.ts"
 import * as fixtures from "../fixtures/captures/index.ts"
 import { insertDecisions, makeCapture, type SeedDecision, seedDecision, type SeedScope } from "../support/seed.ts"
@@ -93,7 +94,7 @@ const SeededLedger = Layer.effect(
   })
 )
 
-const testLayer = (backend: Backend) => Layer.mergeAll(LedgerQuery.layer, SeededLedger).pipe(Layer.provideMerge(storeLayer(backend)))
+const testLayer = (backend: Backend) => Layer.mergeAll(LedgerQueryLive, SeededLedger).pipe(Layer.provideMerge(storeLayer(backend)))
 
 const failureTag = (exit: Exit.Exit<unknown, { readonly _tag: string }>) =>
   Exit.isFailure(exit) ? exit.cause.reasons.map((reason: any) => reason.error?._tag ?? reason._tag).join(",") : "Success"

@@ -12,6 +12,7 @@ import { planSessions } from "../../src/builder/sessions.ts"
 import type { Principal } from "../../src/domain/principal.ts"
 import { deterministicSummary, writeDeterministicSummaries, writeModelSummaries } from "../../src/analytics/Summaries.ts"
 import { LedgerQuery } from "../../src/query/LedgerQuery.ts"
+import { LedgerQueryLive } from "../../src/query/ReadModel.ts"
 import { TenantSql } from "../../src/store/TenantSql.ts"
 import { builderStack, captureJson, MINUTE, newWorkspace, publishAndBuild, recount, sessionPartition, T0 } from "./builder-harness.ts"
 
@@ -205,7 +206,7 @@ layer(builderStack("postgres"), { timeout: 120_000, excludeTestServices: true })
             filtered: (yield* query.listDecisions(principal, { session_id: id })).data.length,
             decision: (yield* query.getDecision(principal, later[0]!.ledger_id, id)).session_id
           }
-        }).pipe(Effect.provide(LedgerQuery.layer))
+        }).pipe(Effect.provide(LedgerQueryLive))
       assert.deepStrictEqual(yield* reads(folded), { session: survivor, decisions: 6, filtered: 6, decision: survivor })
 
       // a call bridging the session at -57 and the survivor folds the survivor into it (the earliest): both ids
@@ -219,7 +220,7 @@ layer(builderStack("postgres"), { timeout: 120_000, excludeTestServices: true })
       for (const id of [survivor, folded]) {
         assert.deepStrictEqual(yield* reads(id), { session: earliest!.session_id, decisions: 8, filtered: 8, decision: earliest!.session_id })
       }
-      const unknown = yield* Effect.flip(LedgerQuery.use((query) => query.getSession(principal, Crypto.randomUUID())).pipe(Effect.provide(LedgerQuery.layer)))
+      const unknown = yield* Effect.flip(LedgerQuery.use((query) => query.getSession(principal, Crypto.randomUUID())).pipe(Effect.provide(LedgerQueryLive)))
       assert.strictEqual(unknown._tag, "NotFound")
     }))
 

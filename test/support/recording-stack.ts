@@ -12,6 +12,7 @@ import { Authenticator } from "../../src/api/Authenticator.ts"
 import type { Decision } from "../../src/domain/decision.ts"
 import type { Principal } from "../../src/domain/principal.ts"
 import { LedgerQuery } from "../../src/query/LedgerQuery.ts"
+import { LedgerQueryLive } from "../../src/query/ReadModel.ts"
 import { type GatewayStack, gatewayStack, type GatewayStackOptions } from "./gateway-stack.ts"
 
 export interface RecordingStack extends GatewayStack<LedgerQuery | Rebuilder> {
@@ -30,7 +31,7 @@ export const recordingStack = (
   options: Omit<GatewayStackOptions, "layer"> = {}
 ): Effect.Effect<RecordingStack, unknown, Scope.Scope> =>
   Effect.gen(function*() {
-    const stack = yield* gatewayStack({ ...options, layer: Layer.mergeAll(BuilderLive, LedgerQuery.layer, Rebuilder.layer) })
+    const stack = yield* gatewayStack({ ...options, layer: Layer.mergeAll(BuilderLive, LedgerQueryLive, Rebuilder.layer) })
     const reader = yield* Context.get(stack.context, Authenticator).authenticate(stack.pat, "pat")
     const query = Context.get(stack.context, LedgerQuery)
     const decision = (ledgerId: string, until: (decision: Decision) => boolean = () => true) =>

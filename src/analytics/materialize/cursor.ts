@@ -1,0 +1,56 @@
+/**
+ * The materialiser's keyset cursor over built decisions (`built_at`, `ledger_id`): the batch after it, and the late
+ * commits just before it that the cursor alone would skip.
+ */
+import { Effect } from "effect"
+import { ScopedSql } from "../../store/TenantSql.ts"
+import type { BuiltDecision } from "../analyse.ts"
+
+/** Decisions read and written per transaction. */
+export const BATCH_SIZE = 200
+/** How far before the cursor the late-commit sweep looks: longer than any builder transaction lasts. */
+const COMMIT_OVERLAP = "30 seconds"
+
+const BUILT_COLUMNS = `d.ledger_id::text AS ledger_id, d.session_id::text AS session_id, d.agent_id, d.execution_id,
+  d.created_at, d.built_at, d.provider, d.model, d.title, d.intent, d.outcome, d.cost_usd, d.quality, d.latency_ms, d.status,
+  coalesce((d.usage->>'total_tokens')::int, 0) AS total_tokens,
+  coalesce((d.usage->>'completion_tokens')::int, 0) AS completion_tokens,
+  jsonb_build_object('evidence', d.derivation->'evidence', 'findings', d.derivation->'findings',
+    'artifacts', d.derivation->'artifacts') AS derivation,
+  d.api, d.raw_request, d.raw_response, d.subjects`
+
+const progressOf = Effect.gen(function*() {
+  const sql = yield* ScopedSql
+  const [progress] = yield* sql<{ at: string; id: string }>`
+    SELECT built_cursor::text AS at, built_cursor_id::text AS id FROM analytics_progress`
+  return progress ?? { at: "-infinity", id: "00000000-0000-0000-0000-000000000000" }
+})
+
+/** The next decisions after the cursor, in build order. */
+export const readBatch = Effect.gen(function*() {
+  const sql = yield* ScopedSql
+  const cursor = yield* progressOf
+  return yield* sql<BuiltDecision>`
+    SELECT ${sql.literal(BUILT_COLUMNS)} FROM decisions d
+    WHERE (d.built_at, d.ledger_id) > (${cursor.at}::timestamptz, ${cursor.id}::uuid)
+    ORDER BY d.built_at, d.ledger_id
+    LIMIT ${BATCH_SIZE}`
+})
+
+/**
+ * Decisions stamped shortly before the cursor that committed after it passed (concurrent builders), not yet
+ * materialised. One key probe of the search rows per decision (LATERAL … LIMIT 1): as `NOT EXISTS`, a planner
+ * without statistics on young tables took the window for a row or two and scanned every search row for each of
+ * its decisions — 14.8 s of a core at 500 decisions/s (bench/RESULTS.md, "Serve").
+ */
+export const readLateBatch = Effect.gen(function*() {
+  const sql = yield* ScopedSql
+  const cursor = yield* progressOf
+  return yield* sql<BuiltDecision>`
+    SELECT ${sql.literal(BUILT_COLUMNS)} FROM decisions d
+    LEFT JOIN LATERAL (SELECT true AS done FROM decision_search s WHERE s.ledger_id = d.ledger_id LIMIT 1) s ON true
+    WHERE d.built_at >= ${cursor.at}::timestamptz - ${COMMIT_OVERLAP}::interval AND d.built_at <= ${cursor.at}::timestamptz
+      AND s.done IS NULL
+    ORDER BY d.built_at, d.ledger_id
+    LIMIT ${BATCH_SIZE}`
+})

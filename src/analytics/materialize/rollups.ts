@@ -1,0 +1,52 @@
+/** Hourly rollups: decisions, cost, tokens, latency and quality per hour, agent, model, intent and outcome. */
+import { Effect } from "effect"
+import { ScopedSql } from "../../store/TenantSql.ts"
+import type { DecisionAnalysis } from "../analyse.ts"
+import { groupBy } from "./shared.ts"
+import type { WorkspaceScope } from "../../domain/principal.ts"
+
+const hourOf = (date: Date) => new Date(Math.floor(date.getTime() / 3_600_000) * 3_600_000).toISOString()
+
+/** Adds each fresh decision to its hour's rollup; written once per decision, when it is first materialised. */
+export const writeRollups = (scope: WorkspaceScope, fresh: ReadonlyArray<DecisionAnalysis>) =>
+  Effect.gen(function*() {
+    const sql = yield* ScopedSql
+    const { tenant_id, workspace_id } = scope
+    const rollups = [...groupBy(
+      fresh.map((a) => a.decision),
+      (d) => JSON.stringify([hourOf(d.created_at), d.agent_id, `${d.provider}/${d.model}`, d.intent, d.outcome]),
+      (d) => ({
+        hour: hourOf(d.created_at),
+        agent: d.agent_id,
+        model: `${d.provider}/${d.model}`,
+        intent: d.intent as string,
+        outcome: d.outcome as string,
+        decisions: 1,
+        cost: d.cost_usd ?? 0,
+        tokens: d.total_tokens,
+        completion: d.completion_tokens,
+        latency: d.latency_ms,
+        quality: d.quality
+      }),
+      (acc, d) => {
+        acc.decisions += 1
+        acc.cost += d.cost_usd ?? 0
+        acc.tokens += d.total_tokens
+        acc.completion += d.completion_tokens
+        acc.latency += d.latency_ms
+        acc.quality += d.quality
+      }
+    ).values()]
+    // JSON parameter: the figures mix integers and fractions, which array parameters cannot
+    yield* sql`INSERT INTO hourly_rollups (tenant_id, workspace_id, hour, agent_id, model, intent, outcome, decisions,
+        cost_usd, tokens, completion_tokens, latency_ms_sum, quality_sum)
+      SELECT ${tenant_id}::uuid, ${workspace_id}::uuid, t.* FROM jsonb_to_recordset(${JSON.stringify(rollups)}::jsonb)
+        AS t(hour timestamptz, agent text, model text, intent text, outcome text, decisions int8, cost float8, tokens int8,
+             completion int8, latency float8, quality float8)
+      ON CONFLICT (tenant_id, workspace_id, hour, agent_id, model, intent, outcome) DO UPDATE SET
+        decisions = hourly_rollups.decisions + EXCLUDED.decisions, cost_usd = hourly_rollups.cost_usd + EXCLUDED.cost_usd,
+        tokens = hourly_rollups.tokens + EXCLUDED.tokens,
+        completion_tokens = hourly_rollups.completion_tokens + EXCLUDED.completion_tokens,
+        latency_ms_sum = hourly_rollups.latency_ms_sum + EXCLUDED.latency_ms_sum,
+        quality_sum = hourly_rollups.quality_sum + EXCLUDED.quality_sum`
+  })
