@@ -8,7 +8,7 @@ import { CapturePublisher } from "../src/capture/CapturePublisher.ts"
 import { GatewayRoutesLive } from "../src/gateway/GatewayRoutesLive.ts"
 import { GatewayServer } from "../src/gateway/GatewayServer.ts"
 import { ResponseChains } from "../src/gateway/responses/ResponseChains.ts"
-import { Upstreams } from "../src/gateway/Upstreams.ts"
+import { Upstreams } from "../src/providers/Upstreams.ts"
 
 export const GatewayLive = GatewayServer.layer.pipe(
   Layer.provide(GatewayRoutesLive),

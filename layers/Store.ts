@@ -4,8 +4,8 @@
  * output, so everything above the store reaches the database only through `TenantSql`.
  */
 import { Layer } from "effect"
-import { Authenticator } from "../src/api/Authenticator.ts"
-import { Credentials } from "../src/store/Credentials.ts"
+import { Authenticator } from "../src/auth/Authenticator.ts"
+import { Credentials } from "../src/auth/Credentials.ts"
 import { DatabaseLive } from "../src/store/Database.ts"
 import { PlannerStatistics } from "../src/store/PlannerStatistics.ts"
 import { TenantSql } from "../src/store/TenantSql.ts"

@@ -11,7 +11,7 @@ import { Rebuilder } from "./builder/Rebuild.ts"
 import { progressBar } from "./builder/RebuildProgress.ts"
 import { CaptureStream } from "./capture/CaptureStream.ts"
 import { deadLetterIdentity, PipelineStatus, renderDeadLetters, renderReport } from "./ops/Status.ts"
-import { Credentials } from "./store/Credentials.ts"
+import { Credentials } from "./auth/Credentials.ts"
 import { watch } from "./watcher/command.ts"
 
 const json = Flag.Boolean("json").pipe(Flag.withDescription("print machine-readable JSON"), Flag.withDefault(false))

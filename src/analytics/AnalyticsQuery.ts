@@ -5,7 +5,7 @@
  * never a 5xx); lists page with the install's signed keyset cursors.
  */
 import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
-import type { SqlClient, Statement } from "effect/sql"
+import type { Statement } from "effect/sql"
 import { LedgerConfig } from "../config/LedgerConfig.ts"
 import { BadRequest, DatabaseUnavailable, NotFound } from "../domain/errors.ts"
 import type { Principal } from "../domain/principal.ts"
@@ -13,7 +13,6 @@ import { CursorSecret, decodeCursor, encodeCursor } from "../query/cursor.ts"
 import { DEFAULT_PAGE_LIMIT } from "../query/params.ts"
 import { ScopedSql, TenantSql } from "../store/TenantSql.ts"
 import { sessionIdsOf } from "../store/sessionAliases.ts"
-import { asUnavailable } from "./errors.ts"
 import { agentNetwork, traverse } from "./Graph.ts"
 import { ModelCalls } from "./ModelCalls.ts"
 import { periodOf, pulseFigures } from "./Pulse.ts"
@@ -195,7 +194,6 @@ export class AnalyticsQuery extends Context.Service<AnalyticsQuery, {
 
       const read = <A, E>(principal: Principal, effect: Effect.Effect<A, E, ScopedSql>) =>
         tenantSql.read(principal, effect).pipe(
-          Effect.mapError(asUnavailable),
           Effect.timeoutOrElse({
             duration: READ_TIMEOUT_MS,
             orElse: () => Effect.fail(new DatabaseUnavailable({ message: "database did not answer in time" }))
@@ -332,7 +330,7 @@ export class AnalyticsQuery extends Context.Service<AnalyticsQuery, {
         cost: { sort: "cost_usd", k: "cost_usd::text", type: "float8" }
       } as const
 
-      const statusCondition = (sql: SqlClient.SqlClient, status: FeatureStatus | undefined, asOf: Date) => {
+      const statusCondition = (sql: ScopedSql["Service"], status: FeatureStatus | undefined, asOf: Date) => {
         const quietSince = new Date(asOf.getTime() - FEATURE_QUIET_HOURS * HOUR_MS).toISOString()
         switch (status) {
           case undefined:
@@ -378,7 +376,7 @@ export class AnalyticsQuery extends Context.Service<AnalyticsQuery, {
         }))
       })
 
-      const suggestionsQuery = (sql: SqlClient.SqlClient, condition: Statement.Fragment, limit: number) =>
+      const suggestionsQuery = (sql: ScopedSql["Service"], condition: Statement.Fragment, limit: number) =>
         sql<SuggestionRow>`
           SELECT m.feature_a::text AS feature_a, m.feature_b::text AS feature_b, fa.title AS title_a, fb.title AS title_b,
             m.score, m.reasons, m.score::text AS k

@@ -27,7 +27,6 @@ import { LedgerConfig } from "../config/LedgerConfig.ts"
 import type { ProviderType } from "../domain/capture.ts"
 import type { DatabaseUnavailable } from "../domain/errors.ts"
 import { ScopedSql, TenantSql } from "../store/TenantSql.ts"
-import { asUnavailable } from "./errors.ts"
 import { claimWorkspace } from "./lease.ts"
 import type { InsightType, Severity } from "./schema.ts"
 import { every } from "../supervision/supervise.ts"
@@ -600,8 +599,8 @@ export class Detectors extends Context.Service<Detectors, {
       const tenantSql = yield* TenantSql
       const workspaces = tenantSql.control(
         ScopedSql.use((sql) => sql<WorkspaceScope>`SELECT tenant_id::text AS tenant_id, workspace_id::text AS workspace_id FROM workspaces`)
-      ).pipe(Effect.mapError(asUnavailable))
-      const pass = (scope: WorkspaceScope) => tenantSql.write(scope, detectWorkspace(scope)).pipe(Effect.mapError(asUnavailable))
+      )
+      const pass = (scope: WorkspaceScope) => tenantSql.write(scope, detectWorkspace(scope))
       const round = Effect.gen(function*() {
         let total = 0
         for (const scope of yield* workspaces) {

@@ -17,7 +17,6 @@ import { Clock, Context, Effect, Layer, Metric, Option } from "effect"
 import { LedgerConfig } from "../config/LedgerConfig.ts"
 import type { DatabaseUnavailable } from "../domain/errors.ts"
 import { ScopedSql, TenantSql } from "../store/TenantSql.ts"
-import { asUnavailable } from "./errors.ts"
 import { analyseDecision, type DecisionAnalysis } from "./analyse.ts"
 import { claimWorkspace } from "./lease.ts"
 import { BATCH_SIZE, readBatch, readLateBatch } from "./materialize/cursor.ts"
@@ -65,7 +64,7 @@ export class Materializer extends Context.Service<Materializer, {
 
       const workspaces = tenantSql.control(
         ScopedSql.use((sql) => sql<WorkspaceScope>`SELECT tenant_id::text AS tenant_id, workspace_id::text AS workspace_id FROM workspaces`)
-      ).pipe(Effect.mapError(asUnavailable))
+      )
 
       const write = <A, E>(scope: WorkspaceScope, effect: Effect.Effect<A, E, ScopedSql>) =>
         tenantSql.write(
@@ -75,7 +74,7 @@ export class Materializer extends Context.Service<Materializer, {
             ScopedSql.use((sql) => sql`SELECT pg_advisory_xact_lock(hashtext(${`ledger-analytics:${scope.tenant_id}:${scope.workspace_id}`}))`),
             effect
           )
-        ).pipe(Effect.mapError(asUnavailable))
+        )
 
       const embed = (analyses: ReadonlyArray<DecisionAnalysis>) =>
         Option.isNone(models.embeddingsModel) || analyses.length === 0
@@ -89,7 +88,7 @@ export class Materializer extends Context.Service<Materializer, {
       /** One batch of one workspace; yields how many decisions it read (0: caught up) and how many were new. */
       const batch = (scope: WorkspaceScope, reader: typeof readBatch = readBatch) =>
         Effect.gen(function*() {
-          const rows = yield* tenantSql.write(scope, reader).pipe(Effect.mapError(asUnavailable))
+          const rows = yield* tenantSql.write(scope, reader)
           if (rows.length === 0) return { read: 0, fresh: 0 }
           const analyses = rows.map(analyseDecision)
           const embeddings = yield* embed(analyses)

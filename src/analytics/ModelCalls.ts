@@ -6,9 +6,9 @@
  */
 import { Context, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { LedgerConfig } from "../config/LedgerConfig.ts"
-import type { ChatRequest } from "../gateway/providers/index.ts"
-import { type ProviderRoute, providerRoutes } from "../gateway/routing.ts"
-import { Upstreams } from "../gateway/Upstreams.ts"
+import type { ChatRequest } from "../providers/index.ts"
+import { type ProviderRoute, providerRoutes } from "../providers/routing.ts"
+import { Upstreams } from "../providers/Upstreams.ts"
 import { VECTOR_DIMENSIONS } from "./text.ts"
 
 export class ModelCallFailed extends Schema.TaggedError<ModelCallFailed>()("ModelCallFailed", {

@@ -7,7 +7,6 @@
  */
 import { Effect } from "effect"
 import type { Principal } from "../domain/principal.ts"
-import type { SqlClient } from "effect/sql"
 import { ScopedSql } from "../store/TenantSql.ts"
 import type { PulseReport, PulseTotals } from "./schema.ts"
 
@@ -33,7 +32,7 @@ export const periodOf = (kind: "day" | "week", at: Date): PulsePeriod => {
 const round = (value: number, digits: number) => Math.round(value * 10 ** digits) / 10 ** digits
 
 /** Rollup rows (hour, agent, model, intent, outcome with sums) the report aggregates: stored, or from visible decisions. */
-const rollupSource = (sql: SqlClient.SqlClient, principal: Principal) =>
+const rollupSource = (sql: ScopedSql["Service"], principal: Principal) =>
   principal.role === "restricted"
     ? sql`(SELECT date_trunc('hour', created_at) AS hour, agent_id, provider || '/' || model AS model, intent, outcome,
           1 AS decisions, coalesce(cost_usd, 0) AS cost_usd, coalesce((usage->>'total_tokens')::bigint, 0) AS tokens,
@@ -55,7 +54,7 @@ interface Grouped {
 }
 
 /** One pass over a period's rollups: the totals, and the same figures per agent, per outcome and per intent. */
-const grouped = (sql: SqlClient.SqlClient, principal: Principal, start: Date, end: Date, detail: boolean) =>
+const grouped = (sql: ScopedSql["Service"], principal: Principal, start: Date, end: Date, detail: boolean) =>
   sql<Grouped>`
     SELECT ${detail ? sql`agent_id, outcome, intent` : sql`NULL::text AS agent_id, NULL::text AS outcome, NULL::text AS intent`},
       coalesce(sum(decisions), 0)::float8 AS decisions, coalesce(sum(cost_usd), 0)::float8 AS cost,
@@ -66,7 +65,7 @@ const grouped = (sql: SqlClient.SqlClient, principal: Principal, start: Date, en
     WHERE r.hour >= ${start.toISOString()}::timestamptz AND r.hour < ${end.toISOString()}::timestamptz
     ${detail ? sql`GROUP BY GROUPING SETS ((), (agent_id), (outcome), (intent))` : sql``}`
 
-const totalsOf = (sql: SqlClient.SqlClient, principal: Principal, rows: ReadonlyArray<Grouped>, start: Date, end: Date) =>
+const totalsOf = (sql: ScopedSql["Service"], principal: Principal, rows: ReadonlyArray<Grouped>, start: Date, end: Date) =>
   Effect.gen(function*() {
     const row = rows.find((r) => r.agent_id === null && r.outcome === null && r.intent === null)!
     const [sessions] = yield* sql<{ n: number }>`

@@ -12,7 +12,6 @@
 import { Effect, Option } from "effect"
 import type { DecisionFilters } from "../query/LedgerQuery.ts"
 import { type SummaryRow, toSummary } from "../query/rows.ts"
-import type { SqlClient } from "effect/sql"
 import { ScopedSql } from "../store/TenantSql.ts"
 import { currentSessionId } from "../store/sessionAliases.ts"
 import type { SimilarDecision, SimilarResult } from "./schema.ts"
@@ -81,7 +80,7 @@ export const hasPgvector = Effect.gen(function*() {
 
 const isFiltered = (filters: DecisionFilters) => Object.values(filters).some((value) => value !== undefined)
 
-const filterConditions = (sql: SqlClient.SqlClient, filters: DecisionFilters) => [
+const filterConditions = (sql: ScopedSql["Service"], filters: DecisionFilters) => [
   filters.since === undefined ? sql`TRUE` : sql`d.created_at >= ${filters.since}::timestamptz`,
   filters.until === undefined ? sql`TRUE` : sql`d.created_at < ${filters.until}::timestamptz`,
   filters.outcomes === undefined ? sql`TRUE` : sql`d.outcome = ANY(${[...filters.outcomes]}::text[])`,

@@ -7,7 +7,6 @@
 import { Effect } from "effect"
 import * as Crypto from "node:crypto"
 import { ScopedSql, type TenantSql } from "../store/TenantSql.ts"
-import { asUnavailable } from "./errors.ts"
 import type { WorkspaceScope } from "../domain/principal.ts"
 
 /** This process, as a lease holder: the materialiser and detectors of one process share its leases. */
@@ -28,4 +27,4 @@ export const claimWorkspace = (tenantSql: (typeof TenantSql)["Service"], scope: 
         OR analytics_progress.lease_until < now()
       RETURNING 1`
     return rows.length > 0
-  })).pipe(Effect.mapError(asUnavailable))
+  }))

@@ -8,11 +8,10 @@
  * Sessions are kept as assigned: a rebuild changes what a decision says, not when it happened.
  */
 import { Context, Effect, Layer, Result } from "effect"
-import type { SqlError } from "effect/sql"
 import { isDeepStrictEqual } from "node:util"
 import type { LogicStep } from "../domain/decision.ts"
 import type { DatabaseUnavailable } from "../domain/errors.ts"
-import { ScopedSql, TenantSql, unavailable } from "../store/TenantSql.ts"
+import { ScopedSql, TenantSql } from "../store/TenantSql.ts"
 import { continueTrace } from "./derive/trace.ts"
 import { captureOfStored, pgJson, pgText, reconstruct, type StoredCall } from "./reconstruct.ts"
 import { agentLockKey, floats, lockAgents, texts, uuids, writeSessions } from "./store.ts"
@@ -33,14 +32,6 @@ export interface RebuildResult {
 }
 
 const DEFAULT_BATCH = 500
-
-/** Statements inside a scoped transaction fail with SqlError; the transaction reports it as DatabaseUnavailable. */
-const asUnavailable = <A, E, R>(effect: Effect.Effect<A, E | SqlError.SqlError, R>) =>
-  Effect.catchTag(effect as Effect.Effect<A, SqlError.SqlError, R>, "SqlError", (error) => Effect.fail(unavailable(error))) as Effect.Effect<
-    A,
-    Exclude<E, SqlError.SqlError> | DatabaseUnavailable,
-    R
-  >
 
 interface StoredRow extends StoredCall {
   readonly previous_ledger_id: string | null
@@ -149,12 +140,12 @@ export class Rebuilder extends Context.Service<Rebuilder, {
       }) {
         const batchSize = options?.batchSize ?? DEFAULT_BATCH
         const report = options?.onProgress ?? (() => Effect.void)
-        const workspaces = yield* tenantSql.control(asUnavailable(
+        const workspaces = yield* tenantSql.control(
           ScopedSql.use((sql) => sql<WorkspaceScope>`SELECT tenant_id, workspace_id FROM workspaces ORDER BY tenant_id, workspace_id`)
-        ))
+        )
         let total = 0
         for (const scope of workspaces) {
-          const [row] = yield* tenantSql.write(scope, asUnavailable(ScopedSql.use((sql) => sql<{ n: number }>`SELECT count(*)::int AS n FROM decisions`)))
+          const [row] = yield* tenantSql.write(scope, ScopedSql.use((sql) => sql<{ n: number }>`SELECT count(*)::int AS n FROM decisions`))
           total += row!.n
         }
         let done = 0
@@ -164,7 +155,7 @@ export class Rebuilder extends Context.Service<Rebuilder, {
         for (const scope of workspaces) {
           let cursor: StoredRow | undefined
           while (true) {
-            const page = yield* tenantSql.write(scope, asUnavailable(Effect.gen(function*() {
+            const page = yield* tenantSql.write(scope, Effect.gen(function*() {
               const rows = yield* readPage(cursor, batchSize)
               const updates: Array<{ ledger_id: string; title: string; intent: string; outcome: string; cost: number | null; quality: number; confidence: number; derivation: string; subjects: string }> = []
               /** traces rebuilt on this page, for the calls that continue them (pages before it are stored) */
@@ -218,14 +209,14 @@ export class Rebuilder extends Context.Service<Rebuilder, {
               }
               changed += updates.length
               return rows
-            })))
+            }))
             if (page.length === 0) break
             done += page.length
             cursor = page.at(-1)
             yield* report({ done, total: Math.max(total, done) })
             if (page.length < batchSize) break
           }
-          yield* tenantSql.write(scope, asUnavailable(recomputeRollups(scope)))
+          yield* tenantSql.write(scope, recomputeRollups(scope))
         }
         return { workspaces: workspaces.length, decisions: done, changed, unreadable }
       })

@@ -22,11 +22,11 @@ import type { Attribution } from "./attribution.ts"
 import type { GatewayAuth } from "./GatewayAuth.ts"
 import type { GatewayMetrics } from "./GatewayMetrics.ts"
 import { gatewayError } from "./GatewayServer.ts"
-import type { ProviderError, StreamTranslator, UpstreamHeaders } from "./providers/index.ts"
-import { UnsupportedRequest } from "./providers/index.ts"
-import type { ProviderRoutes } from "./routing.ts"
+import type { ProviderError, StreamTranslator, UpstreamHeaders } from "../providers/index.ts"
+import { UnsupportedRequest } from "../providers/index.ts"
+import type { ProviderRoutes } from "../providers/routing.ts"
 import { type CallPlan, type Surface, unreadable } from "./surfaces/surface.ts"
-import { connectTimeoutMs, type Upstreams } from "./Upstreams.ts"
+import { connectTimeoutMs, type Upstreams } from "../providers/Upstreams.ts"
 
 export interface CallDependencies {
   readonly settings: LedgerSettings

@@ -7,11 +7,11 @@
  */
 import { Cause, type Context, Effect, Exit, Metric } from "effect"
 import type * as Http from "node:http"
-import { type Authenticator, bearerToken } from "../api/Authenticator.ts"
+import { type Authenticator, bearerToken } from "../auth/Authenticator.ts"
 import { type DatabaseUnavailable, Unauthorized } from "../domain/errors.ts"
 import type { Principal } from "../domain/principal.ts"
 import { gatewayError } from "./GatewayServer.ts"
-import type { ProviderError } from "./providers/index.ts"
+import type { ProviderError } from "../providers/index.ts"
 
 /**
  * Authenticates a request's Gateway Key, then calls `onPrincipal` — or `onRefused` with the 401/503 to send. The key

@@ -12,8 +12,8 @@ import type { Duplex } from "node:stream"
 import { LedgerConfig } from "../config/LedgerConfig.ts"
 import { Health } from "../ops/Health.ts"
 import { gatewayMetrics } from "./GatewayMetrics.ts"
-import { providerError } from "./providers/errors.ts"
-import type { ProviderError } from "./providers/types.ts"
+import { providerError } from "../providers/errors.ts"
+import type { ProviderError } from "../providers/types.ts"
 import { uuidv7 } from "./uuidv7.ts"
 
 /** How long shutdown waits for calls in flight (streams can run for minutes) before cutting them. */

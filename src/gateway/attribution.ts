@@ -10,7 +10,7 @@
 import type { IncomingHttpHeaders } from "node:http"
 import { CONTROL_CHARACTERS, MAX_ID_LENGTH } from "../domain/identifiers.ts"
 import { gatewayError } from "./GatewayServer.ts"
-import type { ProviderError } from "./providers/index.ts"
+import type { ProviderError } from "../providers/index.ts"
 
 export interface Attribution {
   readonly agentId: string

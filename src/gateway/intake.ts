@@ -9,7 +9,7 @@ import type * as Http from "node:http"
 import type { Principal } from "../domain/principal.ts"
 import type { GatewayAuth } from "./GatewayAuth.ts"
 import { gatewayError } from "./GatewayServer.ts"
-import type { ProviderError } from "./providers/index.ts"
+import type { ProviderError } from "../providers/index.ts"
 
 /** How long the rest of an over-limit body is read (and dropped) after the 413 before the connection is cut. */
 const DISCARD_MS = 30_000

@@ -10,12 +10,12 @@
  */
 import { Effect, Layer } from "effect"
 import { type Headers, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
-import { Authenticator, bearerToken } from "../api/Authenticator.ts"
+import { Authenticator, bearerToken } from "../auth/Authenticator.ts"
 import { LedgerConfig, type LedgerSettings } from "../config/LedgerConfig.ts"
-import { tokenKind } from "../store/Credentials.ts"
+import { tokenKind } from "../auth/Credentials.ts"
 import { McpServer } from "./McpServer.ts"
 import { OAuthRoutes } from "./oauth/OAuthRoutes.ts"
-import { OAuthStore, OAuthSweeper } from "./oauth/OAuthStore.ts"
+import { OAuthStore, OAuthSweeper } from "../auth/OAuthStore.ts"
 import { LEDGER_SCOPE, mcpUrls, protectedResourceMetadata } from "./urls.ts"
 
 const LOOPBACK_HOSTNAMES = ["localhost", "127.0.0.1", "[::1]"]

@@ -6,7 +6,7 @@ import { Console, Effect, Layer, Option } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { LedgerConfig } from "../config/LedgerConfig.ts"
-import { Credentials } from "../store/Credentials.ts"
+import { Credentials } from "../auth/Credentials.ts"
 
 export const DEFAULT_TENANT = "default"
 export const DEFAULT_WORKSPACE = "default"

@@ -1,7 +1,7 @@
 /**
- * The pipeline's figures for operators (DESIGN §2.5): capture stream gauges refreshed from `CaptureStream.stats`,
- * and the builder's counters and build latency. They are Effect metrics, so `/metrics` on both ports shows them
- * (`PrometheusMetrics.format` in src/ops/Health.ts reads the process's registry).
+ * The pipeline's figures for operators: capture stream gauges refreshed from `CaptureStream.stats` (the builder
+ * counts what it builds itself, src/builder/metrics.ts). They are Effect metrics, so `/metrics` on both ports shows
+ * them (`PrometheusMetrics.format` in src/ops/Health.ts reads the process's registry).
  */
 import { Context, Duration, Effect, Layer, Metric } from "effect"
 import { CaptureStream, type StreamStats, type StreamUnavailable } from "../capture/CaptureStream.ts"
@@ -21,23 +21,6 @@ export const oldestPendingSeconds = Metric.gauge("ledger_stream_oldest_pending_s
 export const deadLetters = Metric.gauge("ledger_dead_letters", {
   description: "captures in the dead-letter stream (ledger dlq list)"
 })
-export const decisionsBuilt = Metric.counter("ledger_decisions_built_total", {
-  description: "decisions inserted by the builders of this process",
-  incremental: true
-})
-export const buildLatency = Metric.histogram("ledger_build_latency_seconds", {
-  description: "time from the end of a model call (capture) to its decision being committed",
-  boundaries: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300]
-})
-export const capturesDeadLettered = Metric.counter("ledger_captures_dead_lettered_total", {
-  description: "captures this process moved to the dead letters",
-  incremental: true
-})
-export const builderRetries = Metric.counter("ledger_builder_retries_total", {
-  description: "batch writes retried after a database failure",
-  incremental: true
-})
-
 export const streamPersistence = Metric.gauge("ledger_stream_persistence", {
   description: "whether the capture stream's Redis keeps what it holds across a restart: 1 yes (AOF or RDB), 0 no, -1 cannot tell"
 })

@@ -12,7 +12,7 @@ import { DatabaseUnavailable, NotFound } from "../domain/errors.ts"
 import type { SessionDetail } from "../domain/ledger.ts"
 import type { Principal } from "../domain/principal.ts"
 import { currentSessionId } from "../store/sessionAliases.ts"
-import { ScopedSql, TenantSql, unavailable } from "../store/TenantSql.ts"
+import { ScopedSql, TenantSql } from "../store/TenantSql.ts"
 import { CursorSecret } from "./cursor.ts"
 import { HEALTH_WINDOW, type HealthSample, sessionHealth } from "./health.ts"
 import {
@@ -84,7 +84,7 @@ const makeLedgerQuery = Effect.gen(function*() {
       }
         ORDER BY ${orderBy} LIMIT ${request.limit + 1}`
       return finishPage(key, rows, request, (row) => row.agent_id, toAgent)
-    }).pipe(Effect.mapError(unavailable)))
+    }))
   })
 
   // --- sessions
@@ -117,7 +117,7 @@ const makeLedgerQuery = Effect.gen(function*() {
           }
             ORDER BY ${orderBy} LIMIT ${request.limit + 1}`
           return finishPage(key, rows, request, (row) => row.session_id, toSession)
-        }).pipe(Effect.catchTag("SqlError", (error) => Effect.fail(unavailable(error))))
+        })
       )
     }
   )
@@ -171,7 +171,7 @@ const makeLedgerQuery = Effect.gen(function*() {
           decisions: latest.slice(0, SESSION_VIEW_DECISIONS).map(toSummary),
           decisions_truncated: session.decision_count > SESSION_VIEW_DECISIONS
         } satisfies SessionDetail
-      }).pipe(Effect.catchTag("SqlError", (error) => Effect.fail(unavailable(error))))
+      })
     )
   })
 
@@ -202,7 +202,7 @@ const makeLedgerQuery = Effect.gen(function*() {
         WHERE ${sql.and(conditions)}
         ORDER BY ${orderBy} LIMIT ${request.limit + 1}`
       return finishPage(key, rows, request, (row) => row.ledger_id, toSummary) satisfies DecisionPage
-    }).pipe(Effect.catchTag("SqlError", (error) => Effect.fail(unavailable(error))))
+    })
 
   const listDecisions = Effect.fn("LedgerQuery.listDecisions")(function*(principal: Principal, params: DecisionListParams) {
     const filters = yield* checkDecisionFilters(params)
@@ -222,7 +222,7 @@ const makeLedgerQuery = Effect.gen(function*() {
           const visible = yield* sql`SELECT 1 FROM sessions WHERE session_id = ${currentSessionId(sql, id)}`
           if (visible.length === 0) return yield* notFound("session", id)
           return yield* decisionPage(principal, filters, request)
-        }).pipe(Effect.catchTag("SqlError", (error) => Effect.fail(unavailable(error))))
+        })
       )
     }
   )
@@ -240,7 +240,7 @@ const makeLedgerQuery = Effect.gen(function*() {
             WHERE ledger_id = ${id}::uuid ${session === undefined ? sql`` : sql`AND session_id = ${currentSessionId(sql, session)}`}`
           if (row === undefined) return yield* notFound("decision", id)
           return toDecision(row)
-        }).pipe(Effect.catchTag("SqlError", (error) => Effect.fail(unavailable(error))))
+        })
       )
     }
   )

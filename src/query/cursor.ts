@@ -8,7 +8,7 @@
  */
 import { Context, Effect, Layer } from "effect"
 import * as Crypto from "node:crypto"
-import { ScopedSql, TenantSql, unavailable } from "../store/TenantSql.ts"
+import { ScopedSql, TenantSql } from "../store/TenantSql.ts"
 import { MAX_CURSOR_LENGTH } from "./params.ts"
 
 const VERSION = "1"
@@ -33,7 +33,7 @@ export class CursorSecret extends Context.Service<CursorSecret, { readonly key: 
           ON CONFLICT (name) DO NOTHING`
         const rows = yield* sql<{ secret: Uint8Array }>`SELECT secret FROM install_secrets WHERE name = 'cursor'`
         return rows[0]!.secret
-      }).pipe(Effect.mapError(unavailable)))
+      }))
       return CursorSecret.of({ key: new Uint8Array(key) })
     }).pipe(Effect.withSpan("CursorSecret.load"))
   )

@@ -6,7 +6,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, Option, Redacted } from "effect"
 import { PrometheusMetrics } from "effect/observability"
-import { Credentials } from "../../src/store/Credentials.ts"
+import { Credentials } from "../../src/auth/Credentials.ts"
 import { testDatabase } from "../support/db.ts"
 import { type GatewayStack, gatewayStack } from "../support/gateway-stack.ts"
 import { pgProxy } from "../support/pg-proxy.ts"

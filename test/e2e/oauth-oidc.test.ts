@@ -9,7 +9,7 @@
  */
 import { assert, describe, layer } from "@effect/vitest"
 import { Context, Effect, Layer, Option, Redacted } from "effect"
-import { Credentials } from "../../src/store/Credentials.ts"
+import { Credentials } from "../../src/auth/Credentials.ts"
 import { ApiStack } from "../support/api-stack.ts"
 import { launchBrowser, openPage, screenshot } from "../support/browser.ts"
 import { type FakeOidc, fakeOidc } from "../support/fake-oidc.ts"

@@ -11,7 +11,7 @@ import { deferredRounds, yieldingToIngest } from "../../src/analytics/yieldToIng
 import { batchIds, CaptureStream } from "../../src/capture/CaptureStream.ts"
 import * as MemoryCaptureStream from "../../src/capture/MemoryCaptureStream.ts"
 import { defaultAnalyticsSettings, LedgerConfig } from "../../src/config/LedgerConfig.ts"
-import { Credentials } from "../../src/store/Credentials.ts"
+import { Credentials } from "../../src/auth/Credentials.ts"
 import { ScopedSql, TenantSql } from "../../src/store/TenantSql.ts"
 import { testSettings } from "../support/settings.ts"
 import { storeLayer } from "../support/stack.ts"

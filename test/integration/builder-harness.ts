@@ -14,7 +14,7 @@ import { DecisionBuilder } from "../../src/builder/DecisionBuilder.ts"
 import { batchIds, CaptureStream } from "../../src/capture/CaptureStream.ts"
 import * as MemoryCaptureStream from "../../src/capture/MemoryCaptureStream.ts"
 import type { LedgerSettings } from "../../src/config/LedgerConfig.ts"
-import { Credentials } from "../../src/store/Credentials.ts"
+import { Credentials } from "../../src/auth/Credentials.ts"
 import { spawnOnFreePorts } from "../support/ports.ts"
 import { type Backend, storeWithPoolLayer } from "../support/stack.ts"
 

@@ -6,8 +6,8 @@ import { Effect, Exit } from "effect"
 import { TestClock } from "effect/testing"
 import { SqlClient } from "effect/sql"
 import * as Crypto from "node:crypto"
-import { Authenticator, CACHE_TTL_MS } from "../../src/api/Authenticator.ts"
-import { Credentials } from "../../src/store/Credentials.ts"
+import { Authenticator, CACHE_TTL_MS } from "../../src/auth/Authenticator.ts"
+import { Credentials } from "../../src/auth/Credentials.ts"
 import { storeWithPoolLayer } from "../support/stack.ts"
 
 const refusedWith = (exit: Exit.Exit<unknown, unknown>, message: string) => {

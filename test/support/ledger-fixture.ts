@@ -6,7 +6,7 @@
 import { Effect } from "effect"
 import * as Crypto from "node:crypto"
 import type { Principal } from "../../src/domain/principal.ts"
-import { Credentials } from "../../src/store/Credentials.ts"
+import { Credentials } from "../../src/auth/Credentials.ts"
 import type { ApiStackInfo } from "./api-stack.ts"
 import { insertDecisions, makeCapture, type SeedDecision, seedDecision, type SeedScope, TEMPLATES } from "./seed.ts"
 

@@ -8,7 +8,7 @@
 import { Context, Effect, Layer, Schedule, type Scope } from "effect"
 import { BuilderLive } from "../../layers/Builder.ts"
 import { Rebuilder } from "../../src/builder/Rebuild.ts"
-import { Authenticator } from "../../src/api/Authenticator.ts"
+import { Authenticator } from "../../src/auth/Authenticator.ts"
 import type { Decision } from "../../src/domain/decision.ts"
 import type { Principal } from "../../src/domain/principal.ts"
 import { LedgerQuery } from "../../src/query/LedgerQuery.ts"

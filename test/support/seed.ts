@@ -13,7 +13,7 @@ import type { Capture } from "../../src/domain/capture.ts"
 import type { Derivation } from "../../src/domain/decision.ts"
 import { sessionSummary } from "../../src/domain/sessionSummary.ts"
 import { uuidv7 } from "../../src/gateway/uuidv7.ts"
-import { ScopedSql, TenantSql, unavailable } from "../../src/store/TenantSql.ts"
+import { ScopedSql, TenantSql } from "../../src/store/TenantSql.ts"
 import * as fixtures from "../fixtures/captures/index.ts"
 
 /** Who a seeded call belongs to: tenant, workspace, user, and the gateway key (a uuid) it was made with. */
@@ -345,6 +345,6 @@ export const insertDecisions = (rows: ReadonlyArray<SeedDecision>) =>
           inserted += yield* insertWorkspaceRows(group)
         }
         return inserted
-      }).pipe(Effect.catchTag("SqlError", (error) => Effect.fail(unavailable(error))))
+      })
     )
   })

@@ -4,10 +4,10 @@
  */
 import { EventStreamCodec } from "@smithy/eventstream-codec"
 import { describe, expect, it } from "vitest"
-import type { ChatCompletion, ChatRequest } from "../../src/gateway/providers/chat.ts"
-import { adapterFor } from "../../src/gateway/providers/index.ts"
-import { SseDecoder } from "../../src/gateway/providers/sse.ts"
-import { type CallContext, UnsupportedRequest } from "../../src/gateway/providers/types.ts"
+import type { ChatCompletion, ChatRequest } from "../../src/providers/chat.ts"
+import { adapterFor } from "../../src/providers/index.ts"
+import { SseDecoder } from "../../src/providers/sse.ts"
+import { type CallContext, UnsupportedRequest } from "../../src/providers/types.ts"
 
 const ctx = (overrides: Partial<CallContext> = {}): CallContext => ({
   model: "some-model",

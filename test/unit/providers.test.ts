@@ -6,9 +6,9 @@
 import OpenAI from "openai"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { captureUsage, type ProviderType } from "../../src/domain/capture.ts"
-import type { ChatCompletion, ChatRequest } from "../../src/gateway/providers/chat.ts"
-import { adapterFor } from "../../src/gateway/providers/index.ts"
-import type { CallContext, ProviderError, StreamAnswer, UpstreamRequest } from "../../src/gateway/providers/types.ts"
+import type { ChatCompletion, ChatRequest } from "../../src/providers/chat.ts"
+import { adapterFor } from "../../src/providers/index.ts"
+import type { CallContext, ProviderError, StreamAnswer, UpstreamRequest } from "../../src/providers/types.ts"
 import {
   FAKE_CACHE_READ_TOKENS,
   FAKE_CACHE_WRITE_1H_TOKENS,

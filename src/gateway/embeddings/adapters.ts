@@ -6,11 +6,11 @@
  * the answer: how many vectors, of how many dimensions, and the usage the provider reported.
  */
 import { fromOpenAIUsage, type OpenAIUsage } from "../../domain/usage.ts"
-import { bedrock } from "../providers/bedrock.ts"
-import { opensObject, withModel } from "../providers/body.ts"
-import { gemini } from "../providers/gemini.ts"
-import { type Answer, type CallContext, type ProviderAdapter, UnsupportedRequest, type UpstreamHeaders } from "../providers/index.ts"
-import { bearerAuth, openAIWireError } from "../providers/openai.ts"
+import { bedrock } from "../../providers/bedrock.ts"
+import { opensObject, withModel } from "../../providers/body.ts"
+import { gemini } from "../../providers/gemini.ts"
+import { type Answer, type CallContext, type ProviderAdapter, UnsupportedRequest, type UpstreamHeaders } from "../../providers/index.ts"
+import { bearerAuth, openAIWireError } from "../../providers/openai.ts"
 
 export interface EmbeddingsRequest {
   readonly model: string

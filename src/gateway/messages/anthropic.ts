@@ -3,10 +3,10 @@
  * its `anthropic-version` and `anthropic-beta` headers unchanged, and the answer comes back as Anthropic sent it,
  * events relayed as they arrive.
  */
-import { withModel, opensObject } from "../providers/body.ts"
-import { anthropicError, ANTHROPIC_VERSION } from "../providers/anthropic.ts"
-import type { CallContext, ProviderAdapter } from "../providers/index.ts"
-import { SseDecoder } from "../providers/sse.ts"
+import { withModel, opensObject } from "../../providers/body.ts"
+import { anthropicError, ANTHROPIC_VERSION } from "../../providers/anthropic.ts"
+import type { CallContext, ProviderAdapter } from "../../providers/index.ts"
+import { SseDecoder } from "../../providers/sse.ts"
 import { MessagesRelay } from "./relay.ts"
 import type { MessagesRequest } from "./request.ts"
 

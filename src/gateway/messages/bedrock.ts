@@ -4,10 +4,10 @@
  * `anthropic-beta` flags go into it. The answer is a Message; a streamed one arrives as AWS event-stream frames
  * whose chunks each carry one Anthropic event, relayed as server-sent events.
  */
-import { bedrock, bedrockModelIsClaude, EventStreamDecoder } from "../providers/bedrock.ts"
-import { opensObject } from "../providers/body.ts"
-import { type ProviderAdapter, UnsupportedRequest } from "../providers/index.ts"
-import type { EventDecoder } from "../providers/stream.ts"
+import { bedrock, bedrockModelIsClaude, EventStreamDecoder } from "../../providers/bedrock.ts"
+import { opensObject } from "../../providers/body.ts"
+import { type ProviderAdapter, UnsupportedRequest } from "../../providers/index.ts"
+import type { EventDecoder } from "../../providers/stream.ts"
 import { MessagesRelay } from "./relay.ts"
 import type { MessagesRequest } from "./request.ts"
 

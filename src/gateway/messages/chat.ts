@@ -4,10 +4,10 @@
  * `MessagesSink` — is written back as a Message with Anthropic's events.
  */
 import { type Usage } from "../../domain/usage.ts"
-import type { ChatCompletion, ChatMessage, ChatRequest, ContentPart, FinishReason, ToolCall, ToolChoice } from "../providers/chat.ts"
-import { UnsupportedRequest } from "../providers/index.ts"
-import { type AnswerSink, AssemblingSink } from "../providers/stream.ts"
-import type { CallContext, ProviderError, StreamAnswer } from "../providers/types.ts"
+import type { ChatCompletion, ChatMessage, ChatRequest, ContentPart, FinishReason, ToolCall, ToolChoice } from "../../providers/chat.ts"
+import { UnsupportedRequest } from "../../providers/index.ts"
+import { type AnswerSink, AssemblingSink } from "../../providers/stream.ts"
+import type { CallContext, ProviderError, StreamAnswer } from "../../providers/types.ts"
 import { anthropicErrorBody } from "./errors.ts"
 import { messagesEvent } from "./relay.ts"
 import type { ContentBlock, MessagesRequest } from "./request.ts"

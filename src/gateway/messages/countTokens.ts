@@ -4,11 +4,11 @@
  * provider has none the answer is a 404, never a made-up count: Claude Code then estimates itself, and a wrong count
  * (LiteLLM's `0`) would stop it from ever compacting its context.
  */
-import { anthropicError } from "../providers/anthropic.ts"
-import { bedrock, bedrockModelIsClaude } from "../providers/bedrock.ts"
-import { opensObject, withModel } from "../providers/body.ts"
-import { gemini, requestBody } from "../providers/gemini.ts"
-import { type ProviderAdapter, UnsupportedRequest } from "../providers/index.ts"
+import { anthropicError } from "../../providers/anthropic.ts"
+import { bedrock, bedrockModelIsClaude } from "../../providers/bedrock.ts"
+import { opensObject, withModel } from "../../providers/body.ts"
+import { gemini, requestBody } from "../../providers/gemini.ts"
+import { type ProviderAdapter, UnsupportedRequest } from "../../providers/index.ts"
 import type { ProviderType } from "../../domain/capture.ts"
 import { anthropicHeaders } from "./anthropic.ts"
 import { messagesToChat } from "./chat.ts"

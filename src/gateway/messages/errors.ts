@@ -3,7 +3,7 @@
  * from Anthropic is relayed as Anthropic wrote it (Claude Code recognises some errors by their wording); the
  * gateway's own errors and other providers' get the Anthropic error type of their status.
  */
-import type { ProviderError } from "../providers/index.ts"
+import type { ProviderError } from "../../providers/index.ts"
 
 const TYPE_BY_STATUS: Record<number, string> = {
   400: "invalid_request_error",

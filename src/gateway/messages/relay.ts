@@ -7,11 +7,11 @@
  * as cumulative totals, so they are merged, never added.
  */
 import { type AnthropicUsage, fromAnthropicUsage, mergeAnthropicUsage } from "../../domain/usage.ts"
-import { STATUS_BY_TYPE } from "../providers/anthropic.ts"
-import { providerError } from "../providers/errors.ts"
-import type { StreamAnswer } from "../providers/index.ts"
-import { EventRelay, parsedEvents } from "../providers/stream.ts"
-import type { ProviderError } from "../providers/types.ts"
+import { STATUS_BY_TYPE } from "../../providers/anthropic.ts"
+import { providerError } from "../../providers/errors.ts"
+import type { StreamAnswer } from "../../providers/index.ts"
+import { EventRelay, parsedEvents } from "../../providers/stream.ts"
+import type { ProviderError } from "../../providers/types.ts"
 import { anthropicErrorBody } from "./errors.ts"
 
 /** One SSE event in Anthropic's framing. */

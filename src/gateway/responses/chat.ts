@@ -12,12 +12,12 @@
  *   given back to the provider it came from; other providers' reasoning is not sent on.
  */
 import { toResponsesUsage, type Usage } from "../../domain/usage.ts"
-import type { ChatCompletion, ChatMessage, ChatRequest, ContentPart, FinishReason, ToolCall, ToolChoice, ToolDefinition } from "../providers/chat.ts"
-import { nowSeconds } from "../providers/chat.ts"
-import { type CallContext, type ProviderAdapter, type TranslatedAdapter, UnsupportedRequest } from "../providers/index.ts"
-import { type AnswerSink, AssemblingSink } from "../providers/stream.ts"
-import type { ProviderError, StreamAnswer } from "../providers/types.ts"
-import { viaChat } from "../providers/viaChat.ts"
+import type { ChatCompletion, ChatMessage, ChatRequest, ContentPart, FinishReason, ToolCall, ToolChoice, ToolDefinition } from "../../providers/chat.ts"
+import { nowSeconds } from "../../providers/chat.ts"
+import { type CallContext, type ProviderAdapter, type TranslatedAdapter, UnsupportedRequest } from "../../providers/index.ts"
+import { type AnswerSink, AssemblingSink } from "../../providers/stream.ts"
+import type { ProviderError, StreamAnswer } from "../../providers/types.ts"
+import { viaChat } from "../../providers/viaChat.ts"
 import { responsesEvent } from "./openai.ts"
 import { inputItems, type ResponseItem, type ResponsesRequest, type ResponsesTool } from "./request.ts"
 

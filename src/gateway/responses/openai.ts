@@ -4,12 +4,12 @@
  * (`custom_tool_call`, `tool_search_*`, namespaces, reasoning with `encrypted_content`) included, never re-parsed —
  * and the answer comes back as the provider sent it, events relayed as they arrive.
  */
-import { opensObject, withModel } from "../providers/body.ts"
-import { providerError } from "../providers/errors.ts"
-import type { CallContext, ProviderAdapter, ProviderError, StreamAnswer } from "../providers/index.ts"
-import { bearerAuth, openAIWireError } from "../providers/openai.ts"
-import { SseDecoder } from "../providers/sse.ts"
-import { EventRelay, parsedEvents } from "../providers/stream.ts"
+import { opensObject, withModel } from "../../providers/body.ts"
+import { providerError } from "../../providers/errors.ts"
+import type { CallContext, ProviderAdapter, ProviderError, StreamAnswer } from "../../providers/index.ts"
+import { bearerAuth, openAIWireError } from "../../providers/openai.ts"
+import { SseDecoder } from "../../providers/sse.ts"
+import { EventRelay, parsedEvents } from "../../providers/stream.ts"
 import type { ResponsesRequest } from "./request.ts"
 
 /** One server-sent event as OpenAI frames Responses events: its type named on the `event:` line too. */

@@ -3,7 +3,7 @@
  * provider family is reached (OpenAI-wire providers as they are, the others translated).
  */
 import { gatewayError } from "../GatewayServer.ts"
-import type { ChatRequest, ProviderError } from "../providers/index.ts"
+import type { ChatRequest, ProviderError } from "../../providers/index.ts"
 import { callContext, isObject, openAIErrorText, optionalBoolean, type PlanInput, routed, type Surface } from "./surface.ts"
 
 export const CHAT_COMPLETIONS = "POST /v1/chat/completions"

@@ -11,7 +11,7 @@ import {
   type EmbeddingsRequest
 } from "../embeddings/adapters.ts"
 import { gatewayError } from "../GatewayServer.ts"
-import type { ProviderAdapter, ProviderError } from "../providers/index.ts"
+import type { ProviderAdapter, ProviderError } from "../../providers/index.ts"
 import { callContext, openAIErrorText, type PlanInput, routed, type Surface } from "./surface.ts"
 
 export const EMBEDDINGS = "POST /v1/embeddings"

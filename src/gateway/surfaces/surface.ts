@@ -6,8 +6,8 @@
 import type * as Http from "node:http"
 import type { CaptureApi } from "../../domain/capture.ts"
 import { gatewayError } from "../GatewayServer.ts"
-import type { CallContext, ProviderAdapter, ProviderError } from "../providers/index.ts"
-import type { ProviderRoute, ProviderRoutes } from "../routing.ts"
+import type { CallContext, ProviderAdapter, ProviderError } from "../../providers/index.ts"
+import type { ProviderRoute, ProviderRoutes } from "../../providers/routing.ts"
 
 export interface PlanInput {
   readonly providers: ProviderRoutes

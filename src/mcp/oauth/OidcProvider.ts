@@ -9,7 +9,7 @@
 import { Effect, Option, Redacted, Schema } from "effect"
 import * as Oidc from "openid-client"
 import { LOOPBACK_HOSTS, type OidcSettings } from "../../config/LedgerConfig.ts"
-import type { OidcLogin } from "./OAuthStore.ts"
+import type { OidcLogin } from "../../auth/OAuthStore.ts"
 
 export class OidcFailure extends Schema.TaggedError<OidcFailure>()("OidcFailure", {
   message: Schema.String

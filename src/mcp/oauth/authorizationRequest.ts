@@ -5,7 +5,7 @@
 import { Effect, Option } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { LEDGER_SCOPE } from "../urls.ts"
-import type { AuthorizationRequest, Membership, OAuthClient } from "./OAuthStore.ts"
+import type { AuthorizationRequest, Membership, OAuthClient } from "../../auth/OAuthStore.ts"
 import { consentPage, errorPage, signInPage } from "./pages.ts"
 import { isCodeChallenge, normalizeResource, type OAuthContext, OIDC_START_PATH, pageResponse, sameRedirect, withQuery } from "./protocol.ts"
 

@@ -5,8 +5,8 @@
 import { Effect } from "effect"
 import type { HttpServerRequest } from "effect/http"
 import * as Crypto from "node:crypto"
-import { hashToken } from "../../store/Credentials.ts"
-import type { ClientAuthMethod } from "./OAuthStore.ts"
+import { hashToken } from "../../auth/Credentials.ts"
+import type { ClientAuthMethod } from "../../auth/OAuthStore.ts"
 import { type OAuthContext, OAuthError } from "./protocol.ts"
 
 const invalid = (description: string) => new OAuthError({ error: "invalid_client", description, status: 401 })

@@ -6,7 +6,7 @@
 import { Effect, Option, Result } from "effect"
 import { type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { checkAuthorize, consentResponse, refusedRequest, signInResponse, UNREGISTERED_CLIENT } from "./authorizationRequest.ts"
-import { type AuthorizationRequest, CODE_TTL_SECONDS, type OAuthClient } from "./OAuthStore.ts"
+import { type AuthorizationRequest, CODE_TTL_SECONDS, type OAuthClient } from "../../auth/OAuthStore.ts"
 import type { OidcFailure } from "./OidcProvider.ts"
 import { errorPage } from "./pages.ts"
 import { OIDC_CALLBACK_PATH, type OAuthContext, pageResponse, perAddressLimit, withQuery } from "./protocol.ts"

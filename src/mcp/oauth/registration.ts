@@ -4,7 +4,7 @@
  */
 import { Effect } from "effect"
 import type { HttpServerRequest } from "effect/http"
-import type { ClientAuthMethod } from "./OAuthStore.ts"
+import type { ClientAuthMethod } from "../../auth/OAuthStore.ts"
 import { bodyText, GRANT_TYPES, json, type OAuthContext, OAuthError, perAddressLimit, redirectUriProblem } from "./protocol.ts"
 
 /**

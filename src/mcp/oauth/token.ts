@@ -6,7 +6,7 @@ import { Effect } from "effect"
 import type { HttpServerRequest } from "effect/http"
 import { LEDGER_SCOPE } from "../urls.ts"
 import { authenticateClient } from "./clientAuthentication.ts"
-import type { GrantRefusal, OAuthClient } from "./OAuthStore.ts"
+import type { GrantRefusal, OAuthClient } from "../../auth/OAuthStore.ts"
 import { formBody, GRANT_TYPES, isCodeVerifier, json, normalizeResource, type OAuthContext, OAuthError, verifierMatches } from "./protocol.ts"
 
 const invalidRequest = (description: string) => new OAuthError({ error: "invalid_request", description, status: 400 })

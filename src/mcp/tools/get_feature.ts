@@ -1,5 +1,5 @@
 import { AnalyticsQuery } from "../../analytics/AnalyticsQuery.ts"
-import { featureLine, suggestionLine } from "../../analytics/render.ts"
+import { featureLine, suggestionLine } from "../analyticsText.ts"
 import { FeatureDetail, FeatureGetParams } from "../../analytics/schema.ts"
 import { plural, usd, when } from "./text.ts"
 import { defineTool } from "./Tool.ts"

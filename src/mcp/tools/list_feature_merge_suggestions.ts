@@ -1,5 +1,5 @@
 import { AnalyticsQuery } from "../../analytics/AnalyticsQuery.ts"
-import { suggestionLine } from "../../analytics/render.ts"
+import { suggestionLine } from "../analyticsText.ts"
 import { MergeSuggestionPage, MergeSuggestionParams } from "../../analytics/schema.ts"
 import { nextPage } from "./text.ts"
 import { defineTool } from "./Tool.ts"

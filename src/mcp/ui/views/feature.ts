@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 import { AnalyticsQuery } from "../../../analytics/AnalyticsQuery.ts"
-import { featureLine, suggestionLine } from "../../../analytics/render.ts"
+import { featureLine, suggestionLine } from "../../analyticsText.ts"
 import { FeatureDetail, FeatureGetParams } from "../../../analytics/schema.ts"
 import { defineView } from "../View.ts"
 

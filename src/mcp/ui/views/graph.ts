@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 import { AnalyticsQuery } from "../../../analytics/AnalyticsQuery.ts"
-import { graphText } from "../../../analytics/render.ts"
+import { graphText } from "../../analyticsText.ts"
 import { GraphParams, GraphResult } from "../../../analytics/schema.ts"
 import { defineView } from "../View.ts"
 

@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 import { AnalyticsQuery } from "../../../analytics/AnalyticsQuery.ts"
-import { pulseText } from "../../../analytics/render.ts"
+import { pulseText } from "../../analyticsText.ts"
 import { PulseParams, PulseReport } from "../../../analytics/schema.ts"
 import { defineView } from "../View.ts"
 

@@ -3,10 +3,10 @@
  * request, the provider's adapter translates that as it does for chat completions, and its answer — a completion,
  * or a stream written to the surface's own sink — comes back in the surface's format.
  */
-import type { Usage } from "../../domain/usage.ts"
+import type { Usage } from "../domain/usage.ts"
 import type { ChatCompletion, ChatRequest } from "./chat.ts"
-import type { AnswerSink } from "./stream.ts"
-import type { CallContext, ProviderAdapter, TranslatedAdapter } from "./types.ts"
+import type { AnswerSink, TranslatedAdapter } from "./stream.ts"
+import type { CallContext, ProviderAdapter } from "./types.ts"
 
 /** How a surface's format maps to the chat form and back. */
 export interface ChatCodec<Request> {

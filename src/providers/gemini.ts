@@ -3,7 +3,7 @@
  * translated both ways. A streamed chunk has the same shape as a whole answer, so both go through one
  * translation (`translateChunk`).
  */
-import { type Usage, usageFrom } from "../../domain/usage.ts"
+import { type Usage, usageFrom } from "../domain/usage.ts"
 import {
   type ChatRequest,
   type FinishReason,
@@ -18,9 +18,9 @@ import {
 } from "./chat.ts"
 import { errorTypeFor, fallbackMessage, parseJsonBody, providerError, stringOrNull } from "./errors.ts"
 import { SseDecoder } from "./sse.ts"
-import { type AnswerSink, ChunkWriter, translatedAdapter, translatedStream } from "./stream.ts"
+import { type AnswerSink, ChunkWriter, translatedAdapter, translatedStream, type TranslatedAdapter } from "./stream.ts"
 import { type BlockWriter, toTurns } from "./turns.ts"
-import type { CallContext, ProviderError, StreamTranslator, TranslatedAdapter } from "./types.ts"
+import type { CallContext, ProviderError, StreamTranslator } from "./types.ts"
 
 /**
  * Gemini 3 refuses a replayed function call without the thought signature it was issued with. Callers that

@@ -3,13 +3,13 @@
  * (Azure OpenAI, OpenAI-compatible upstreams): the request and answer pass through; only the model name,
  * the address and the credential header change.
  */
-import { fromOpenAIUsage, type OpenAIUsage } from "../../domain/usage.ts"
+import { fromOpenAIUsage, type OpenAIUsage } from "../domain/usage.ts"
 import { type ChatCompletion, type ChatRequest, type FinishReason, toolCallId } from "./chat.ts"
 import { opensObject, withModel } from "./body.ts"
 import { errorTypeFor, fallbackMessage, parseJsonBody, providerError, stringOrNull } from "./errors.ts"
 import { SseDecoder } from "./sse.ts"
-import { type AnswerSink, type ChunkDelta, CompletionAssembler, DONE_FRAME, EventRelay, translatedStream } from "./stream.ts"
-import type { Answer, CallContext, ProviderError, StreamAnswer, StreamTranslator, TranslatedAdapter } from "./types.ts"
+import { type AnswerSink, type ChunkDelta, CompletionAssembler, DONE_FRAME, EventRelay, translatedStream, type TranslatedAdapter } from "./stream.ts"
+import type { Answer, CallContext, ProviderError, StreamAnswer, StreamTranslator } from "./types.ts"
 
 /** Where an OpenAI-wire provider is reached and how the caller's key is presented. */
 export interface OpenAIWireEndpoint {

@@ -3,7 +3,7 @@
  * as bearer token, translated both ways. ConverseStream answers in the AWS event-stream binary framing.
  */
 import { EventStreamCodec } from "@smithy/eventstream-codec"
-import { type Usage, usageFrom } from "../../domain/usage.ts"
+import { type Usage, usageFrom } from "../domain/usage.ts"
 import {
   type ChatRequest,
   type FinishReason,
@@ -16,9 +16,9 @@ import {
 } from "./chat.ts"
 import { DEFAULT_MAX_TOKENS, thinkingBudget } from "./anthropic.ts"
 import { errorTypeFor, fallbackMessage, parseJsonBody, providerError } from "./errors.ts"
-import { type AnswerSink, CompletionAssembler, type EventDecoder, translatedAdapter, translatedStream } from "./stream.ts"
+import { type AnswerSink, CompletionAssembler, type EventDecoder, translatedAdapter, translatedStream, type TranslatedAdapter } from "./stream.ts"
 import { type BlockWriter, toTurns } from "./turns.ts"
-import { type CallContext, type ProviderError, type StreamTranslator, type TranslatedAdapter, UnsupportedRequest } from "./types.ts"
+import { type CallContext, type ProviderError, type StreamTranslator, UnsupportedRequest } from "./types.ts"
 
 const utf8Decoder = new TextDecoder()
 const utf8Encoder = new TextEncoder()

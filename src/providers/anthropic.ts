@@ -2,7 +2,7 @@
  * Anthropic Messages API (`POST {base}/v1/messages`), translated both ways from chat completions (and, through the
  * chat form, from the other surfaces: bridge.ts).
  */
-import { type AnthropicUsage, fromAnthropicUsage, mergeAnthropicUsage } from "../../domain/usage.ts"
+import { type AnthropicUsage, fromAnthropicUsage, mergeAnthropicUsage } from "../domain/usage.ts"
 import {
   type ChatMessage,
   type ChatRequest,
@@ -16,9 +16,9 @@ import {
 } from "./chat.ts"
 import { fallbackMessage, parseJsonBody, providerError } from "./errors.ts"
 import { SseDecoder } from "./sse.ts"
-import { type AnswerSink, CompletionAssembler, translatedAdapter, translatedStream } from "./stream.ts"
+import { type AnswerSink, CompletionAssembler, translatedAdapter, translatedStream, type TranslatedAdapter } from "./stream.ts"
 import { type BlockWriter, toTurns } from "./turns.ts"
-import type { CallContext, ProviderError, StreamTranslator, TranslatedAdapter } from "./types.ts"
+import type { CallContext, ProviderError, StreamTranslator } from "./types.ts"
 
 export const ANTHROPIC_VERSION = "2023-06-01"
 /** Anthropic requires max_tokens; chat-completions callers often leave it out. */

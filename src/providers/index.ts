@@ -1,12 +1,12 @@
 /** The provider adapters by provider type. */
-import type { ProviderType } from "../../domain/capture.ts"
+import type { ProviderType } from "../domain/capture.ts"
 import { anthropic } from "./anthropic.ts"
 import { azure } from "./azure.ts"
 import { bedrock } from "./bedrock.ts"
 import { gemini } from "./gemini.ts"
 import { openai } from "./openai.ts"
 import { openaiCompatible } from "./openai_compatible.ts"
-import type { TranslatedAdapter } from "./types.ts"
+import type { TranslatedAdapter } from "./stream.ts"
 
 /** Every provider family speaks chat completions, passed through or translated. */
 const adapters: Record<ProviderType, TranslatedAdapter> = {
@@ -22,4 +22,5 @@ export const adapterFor = (type: ProviderType): TranslatedAdapter => adapters[ty
 
 export type { ChatRequest } from "./chat.ts"
 export type * from "./types.ts"
+export type { TranslatedAdapter } from "./stream.ts"
 export { UnsupportedRequest } from "./types.ts"

@@ -2,8 +2,8 @@
  * Concise text renderings of analytics payloads: the `content` of the analytics MCP tools and the text fallback of
  * their render_ui views. One line per item, the figures a reader compares first, and what to call next.
  */
-import { decisionLine, nextPage, plural, usd, when } from "../mcp/tools/text.ts"
-import type { Feature, GraphResult, Insight, MergeSuggestion, PulseReport, SimilarResult } from "./schema.ts"
+import { decisionLine, nextPage, plural, usd, when } from "./tools/text.ts"
+import type { Feature, GraphResult, Insight, MergeSuggestion, PulseReport, SimilarResult } from "../analytics/schema.ts"
 
 const pct = (rate: number) => `${Math.round(rate * 1000) / 10}%`
 

@@ -7,12 +7,11 @@
  * its `authorization_id`, so a replayed code or refresh token revokes the whole grant (OAuth 2.1 §4.3.1, §6.1).
  */
 import { Clock, Context, Duration, Effect, Layer } from "effect"
-import { SqlError } from "effect/sql"
 import * as Crypto from "node:crypto"
-import type { DatabaseUnavailable } from "../../domain/errors.ts"
-import type { MemberRole } from "../../domain/principal.ts"
-import { generateToken, hashToken, TOKEN_PREFIX } from "../../store/Credentials.ts"
-import { ScopedSql, TenantSql, unavailable } from "../../store/TenantSql.ts"
+import type { DatabaseUnavailable } from "../domain/errors.ts"
+import type { MemberRole } from "../domain/principal.ts"
+import { generateToken, hashToken, TOKEN_PREFIX } from "./Credentials.ts"
+import { ScopedSql, TenantSql } from "../store/TenantSql.ts"
 
 export const ACCESS_TOKEN_TTL_SECONDS = 3_600
 export const REFRESH_TOKEN_TTL_SECONDS = 30 * 86_400
@@ -174,13 +173,7 @@ export class OAuthStore extends Context.Service<OAuthStore, {
     OAuthStore,
     Effect.gen(function*() {
       const tenantSql = yield* TenantSql
-      /** A control-role transaction whose SQL failures are the database being unavailable. */
-      const control = <A, E, R>(
-        effect: Effect.Effect<A, E, R>
-      ): Effect.Effect<A, Exclude<E, SqlError.SqlError> | DatabaseUnavailable, Exclude<R, ScopedSql>> =>
-        tenantSql.control(
-          Effect.mapError(effect, (error) => SqlError.isSqlError(error) ? unavailable(error) : error as Exclude<E, SqlError.SqlError>)
-        )
+      const control = tenantSql.control
 
       const registerClient = Effect.fn("OAuthStore.registerClient")(function*(input: {
         readonly token_endpoint_auth_method: ClientAuthMethod

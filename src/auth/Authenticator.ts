@@ -10,7 +10,7 @@ import { Clock, Context, Effect, Layer } from "effect"
 import { LedgerConfig } from "../config/LedgerConfig.ts"
 import { DatabaseUnavailable, Unauthorized } from "../domain/errors.ts"
 import type { Principal } from "../domain/principal.ts"
-import { type BearerKind, Credentials, tokenKind } from "../store/Credentials.ts"
+import { type BearerKind, Credentials, tokenKind } from "./Credentials.ts"
 
 export const CACHE_TTL_MS = 2_000
 const CACHE_MAX_ENTRIES = 10_000

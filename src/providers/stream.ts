@@ -3,9 +3,10 @@
  * `AnswerSink` a translated provider's stream is written to, and its chat-completions implementation (`ChunkWriter`,
  * chat.completion.chunk frames). The Responses and Messages surfaces have sinks of their own.
  */
-import type { Usage } from "../../domain/usage.ts"
+import type { Usage } from "../domain/usage.ts"
 import {
   type ChatCompletion,
+  type ChatRequest,
   completionId,
   type FinishReason,
   nowSeconds,
@@ -13,7 +14,7 @@ import {
   type ToolCall
 } from "./chat.ts"
 import { providerError } from "./errors.ts"
-import type { ProviderError, StreamAnswer, StreamTranslator, TranslatedAdapter } from "./types.ts"
+import type { CallContext, ProviderAdapter, ProviderError, StreamAnswer, StreamTranslator } from "./types.ts"
 
 /** A chat.completion.chunk delta as OpenAI-type providers send it. */
 export interface ChunkDelta {
@@ -376,4 +377,15 @@ export abstract class EventRelay implements StreamTranslator {
 
   abstract fail(error: ProviderError): string
   abstract assembled(): StreamAnswer
+}
+
+/**
+ * A provider reached by translation from chat completions (Anthropic, Gemini, Bedrock). Other surfaces reach it
+ * through the chat form: they write its stream to a sink of their own and read its whole answer as a completion.
+ */
+export interface TranslatedAdapter extends ProviderAdapter<ChatRequest> {
+  /** the provider's stream, written to `sink` */
+  streamTo(ctx: CallContext, sink: AnswerSink): StreamTranslator
+  /** a successful non-streamed answer as a chat completion; may throw on a body that is not the provider's JSON */
+  completion(bodyText: string, ctx: CallContext): { readonly completion: ChatCompletion; readonly usage: Usage | null }
 }

@@ -5,7 +5,7 @@
  */
 import type { LedgerSettings } from "../config/LedgerConfig.ts"
 import type { ProviderType } from "../domain/capture.ts"
-import { adapterFor, type ProviderAdapter } from "./providers/index.ts"
+import { adapterFor, type ProviderAdapter } from "./index.ts"
 
 export interface ProviderRoute {
   /** the prefix as callers write it */

@@ -3,7 +3,7 @@
  * shares to read requests and write answers in it. Types cover the fields the adapters read or write;
  * other fields pass through untouched where the provider speaks the same format.
  */
-import type { OpenAIUsage, Usage } from "../../domain/usage.ts"
+import type { OpenAIUsage, Usage } from "../domain/usage.ts"
 
 export interface ContentPart {
   readonly type: string

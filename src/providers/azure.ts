@@ -3,7 +3,8 @@
  * with the key in `api-key`.
  */
 import { openAIWire } from "./openai.ts"
-import type { CallContext, TranslatedAdapter } from "./types.ts"
+import type { CallContext } from "./types.ts"
+import type { TranslatedAdapter } from "./stream.ts"
 
 /** The GA api-version used when the gateway is not configured with one. */
 const DEFAULT_API_VERSION = "2024-10-21"

@@ -11,7 +11,7 @@ import { Context, Effect, Layer, Schema } from "effect"
 import * as Crypto from "node:crypto"
 import { BadRequest, DatabaseUnavailable, NotFound } from "../domain/errors.ts"
 import type { MemberRole } from "../domain/principal.ts"
-import { ScopedSql, TenantSql, unavailable } from "./TenantSql.ts"
+import { ScopedSql, TenantSql } from "../store/TenantSql.ts"
 
 /** Kinds stored in `credentials` (issued by `ledger admin`). */
 export type TokenKind = "pat" | "gateway"
@@ -131,7 +131,7 @@ export class Credentials extends Context.Service<Credentials, {
           const pat = yield* issue(ids, "pat", null, "bootstrap")
           const gateway = yield* issue(ids, "gateway", null, "bootstrap")
           return { ...ids, pat: pat.token, gateway_key: gateway.token }
-        }).pipe(Effect.mapError(unavailable)))
+        }))
       })
 
       const createToken = Effect.fn("Credentials.createToken")(function*(input: {
@@ -159,7 +159,7 @@ export class Credentials extends Context.Service<Credentials, {
             return yield* new BadRequest({ message: `workspace ${input.workspace} exists in several tenants: pass --tenant`, param: "tenant" })
           }
           return yield* issue(one(members), input.kind, input.expiresAt ?? null, input.name ?? null)
-        }).pipe(Effect.catchTag("SqlError", (error) => Effect.fail(unavailable(error)))))
+        }))
       })
 
       const revoke = Effect.fn("Credentials.revoke")(function*(tokenId: string) {
@@ -168,7 +168,7 @@ export class Credentials extends Context.Service<Credentials, {
           const rows = yield* sql`UPDATE credentials SET revoked_at = now()
             WHERE token_id::text = ${tokenId} AND revoked_at IS NULL RETURNING token_id`
           return rows.length > 0
-        }).pipe(Effect.mapError(unavailable)))
+        }))
       })
 
       const resolve = Effect.fn("Credentials.resolve")(function*(token: string) {
@@ -188,7 +188,7 @@ export class Credentials extends Context.Service<Credentials, {
               WHERE c.token_hash = ${hashToken(token)} AND m.workspace_id = c.workspace_id AND m.user_id = c.user_id
               RETURNING c.token_id, c.tenant_id, c.workspace_id, c.user_id, c.kind, m.role, c.expires_at, c.revoked_at, NULL AS audience`
           return rows[0]
-        }).pipe(Effect.mapError(unavailable)))
+        }))
       })
 
       return Credentials.of({ bootstrap, createToken, revoke, resolve })

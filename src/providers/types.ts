@@ -5,9 +5,8 @@
  * translate the answer (whole or streamed) into chat-completions, and map provider errors. They do no I/O;
  * the gateway does the fetch, the relaying and the capture.
  */
-import type { Usage } from "../../domain/usage.ts"
-import type { ChatCompletion, ChatRequest } from "./chat.ts"
-import type { AnswerSink } from "./stream.ts"
+import type { Usage } from "../domain/usage.ts"
+import type { ChatRequest } from "./chat.ts"
 
 export interface CallContext {
   /** model name without the routing prefix (Azure: the deployment name) */
@@ -115,15 +114,4 @@ export class UnsupportedRequest extends Error {
     this.name = "UnsupportedRequest"
     this.body = { error: { message, type: "invalid_request_error", param, code } }
   }
-}
-
-/**
- * A provider reached by translation from chat completions (Anthropic, Gemini, Bedrock). Other surfaces reach it
- * through the chat form: they write its stream to a sink of their own and read its whole answer as a completion.
- */
-export interface TranslatedAdapter extends ProviderAdapter<ChatRequest> {
-  /** the provider's stream, written to `sink` */
-  streamTo(ctx: CallContext, sink: AnswerSink): StreamTranslator
-  /** a successful non-streamed answer as a chat completion; may throw on a body that is not the provider's JSON */
-  completion(bodyText: string, ctx: CallContext): { readonly completion: ChatCompletion; readonly usage: Usage | null }
 }
