@@ -1,7 +1,7 @@
 /**
- * The baseline the gateway's targets are set against (DESIGN §3): a bare Node proxy — node:http in, undici out, the
- * request body and the answer passed through untouched, nothing parsed, authenticated or captured. Measured in the
- * same run as the gateway, it shows what any proxy costs on the machine at hand.
+ * The baseline the gateway's targets are set against (bench/RESULTS.md, "Gateway"): a bare Node proxy — node:http in,
+ * undici out, the request body and the answer passed through untouched, nothing parsed, authenticated or captured.
+ * Measured in the same run as the gateway, it shows what any proxy costs on the machine at hand.
  *
  *   node bench/gateway/bare-proxy.ts <upstream origin>      prints {"url": ...} once listening; stops on SIGTERM
  */

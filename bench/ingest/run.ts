@@ -1,6 +1,7 @@
 /**
- * Ingest benchmark (DESIGN §3): realistic captures published straight to the Redis capture stream, consumed by
- * builder processes (`node bin/ledger.js serve --roles builder`) into a fresh PostgreSQL database.
+ * Ingest benchmark (docs/ARCHITECTURE.md, "One call", steps 3 and 4): realistic captures published straight to the
+ * Redis capture stream, consumed by builder processes (`node bin/ledger.js serve --roles builder`) into a fresh
+ * PostgreSQL database.
  *
  *   npx node bench/ingest/run.ts [--builders 2] [--consumers 2] [--batch 500]
  *                                [--rate 8000] [--seconds 20] [--latency-rate 1000] [--latency-seconds 20]

@@ -1,15 +1,15 @@
 /**
- * The analytics read model (DESIGN §6): graph, similar decisions, features and merge suggestions, insights, pulse.
- * Like `LedgerQuery`, every query runs through `TenantSql.read(principal, ...)`, so RLS scopes each answer to the
- * caller; parameters are checked against the schemas of ./schema.ts before any SQL runs (bad input is a BadRequest,
- * never a 5xx); lists page with the install's signed keyset cursors.
+ * The analytics read model (docs/ARCHITECTURE.md, "Analytics"): graph, similar decisions, features and merge
+ * suggestions, insights, pulse. Like `LedgerQuery`, every query runs through `TenantSql.read(principal, ...)`, so RLS
+ * scopes each answer to the caller; parameters are checked against the schemas of ./schema.ts before any SQL runs
+ * (bad input is a BadRequest, never a 5xx); lists page with the install's signed keyset cursors.
  */
 import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
 import type { Statement } from "effect/sql"
 import { LedgerConfig } from "../config/LedgerConfig.ts"
 import { BadRequest, DatabaseUnavailable, NotFound } from "../domain/errors.ts"
 import type { Principal } from "../domain/principal.ts"
-import { CursorSecret, decodeCursor, encodeCursor } from "../query/cursor.ts"
+import { CursorSecret, decodeCursor } from "../query/cursor.ts"
 import { DEFAULT_PAGE_LIMIT } from "../query/params.ts"
 import { ScopedSql, TenantSql } from "../store/TenantSql.ts"
 import { sessionIdsOf } from "../store/sessionAliases.ts"
@@ -43,6 +43,7 @@ import {
 } from "./schema.ts"
 import { hasPgvector, lexemesOf, representationOf, searchSimilar } from "./Similarity.ts"
 import { localVector } from "./text.ts"
+import { finishPage } from "../query/paging.ts"
 
 /** A read slower than this is treated as the database being unavailable. */
 const READ_TIMEOUT_MS = 10_000
@@ -216,21 +217,6 @@ export class AnalyticsQuery extends Context.Service<AnalyticsQuery, {
         return Effect.succeed({ limit: params.limit ?? DEFAULT_PAGE_LIMIT, binding: bound, after })
       }
 
-      const finish = <Row extends { readonly k: string }, A>(
-        rows: ReadonlyArray<Row>,
-        page: { readonly limit: number; readonly binding: string },
-        id: (row: Row) => string,
-        to: (row: Row) => A
-      ) => {
-        const more = rows.length > page.limit
-        const items = more ? rows.slice(0, page.limit) : rows
-        const last = items.at(-1)
-        return {
-          data: items.map(to),
-          next_cursor: more && last !== undefined ? encodeCursor(key, page.binding, { sort: last.k, id: id(last) }) : null
-        }
-      }
-
       const asOfParam = (asOf: string | undefined) => asOf === undefined ? now : Effect.succeed(new Date(asOf))
 
       // --- graph
@@ -369,7 +355,7 @@ export class AnalyticsQuery extends Context.Service<AnalyticsQuery, {
             ORDER BY ${sql.literal(order.sort)} DESC, feature_id DESC LIMIT ${page.limit + 1}`
           const roi = yield* roiSettings
           return {
-            ...finish(rows, page, (row) => row.feature_id, (row) => toFeature(row, asOf, roi)),
+            ...finishPage(key, rows, page, (row) => row.feature_id, (row) => toFeature(row, asOf, roi)),
             as_of: asOf.toISOString(),
             rules: { status_rule: STATUS_RULE, linking_rule: LINKING_RULE }
           } satisfies FeaturePage
@@ -434,7 +420,7 @@ export class AnalyticsQuery extends Context.Service<AnalyticsQuery, {
               ]),
               page.limit + 1
             )
-            return { ...finish(rows, page, (row) => `${row.feature_a}|${row.feature_b}`, toSuggestion), rule: MERGE_RULE } satisfies MergeSuggestionPage
+            return { ...finishPage(key, rows, page, (row) => `${row.feature_a}|${row.feature_b}`, toSuggestion), rule: MERGE_RULE } satisfies MergeSuggestionPage
           }))
         }
       )
@@ -463,7 +449,7 @@ export class AnalyticsQuery extends Context.Service<AnalyticsQuery, {
             ])
           }
             ORDER BY window_end DESC, insight_id DESC LIMIT ${page.limit + 1}`
-          return finish(rows, page, (row) => row.insight_id, toInsight) satisfies InsightPage
+          return finishPage(key, rows, page, (row) => row.insight_id, toInsight) satisfies InsightPage
         }))
       })
 

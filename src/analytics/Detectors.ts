@@ -27,7 +27,7 @@ import { LedgerConfig } from "../config/LedgerConfig.ts"
 import type { ProviderType } from "../domain/capture.ts"
 import type { DatabaseUnavailable } from "../domain/errors.ts"
 import { ScopedSql, TenantSql } from "../store/TenantSql.ts"
-import { claimWorkspace } from "./lease.ts"
+import { allWorkspaces, claimWorkspace } from "./lease.ts"
 import type { InsightType, Severity } from "./schema.ts"
 import { every } from "../supervision/supervise.ts"
 import { yieldingToIngest } from "./yieldToIngest.ts"
@@ -597,9 +597,7 @@ export class Detectors extends Context.Service<Detectors, {
     Detectors,
     Effect.gen(function*() {
       const tenantSql = yield* TenantSql
-      const workspaces = tenantSql.control(
-        ScopedSql.use((sql) => sql<WorkspaceScope>`SELECT tenant_id::text AS tenant_id, workspace_id::text AS workspace_id FROM workspaces`)
-      )
+      const workspaces = allWorkspaces(tenantSql)
       const pass = (scope: WorkspaceScope) => tenantSql.write(scope, detectWorkspace(scope))
       const round = Effect.gen(function*() {
         let total = 0

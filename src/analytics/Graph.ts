@@ -1,5 +1,6 @@
 /**
- * The analytics graph (DESIGN §6), read with one recursive query under the caller's RLS scope.
+ * The analytics graph (docs/ARCHITECTURE.md, "Analytics"), read with one recursive query under the caller's RLS
+ * scope.
  *
  * Nodes are agents, sessions, decisions, subjects and evidence sources. `ran` and `contains` edges are the ledger's
  * own rows (sessions, decisions); session↔session `shares_subject` links are read from the sessions' subjects

@@ -18,7 +18,7 @@ import { LedgerConfig } from "../config/LedgerConfig.ts"
 import type { DatabaseUnavailable } from "../domain/errors.ts"
 import { ScopedSql, TenantSql } from "../store/TenantSql.ts"
 import { analyseDecision, type DecisionAnalysis } from "./analyse.ts"
-import { claimWorkspace } from "./lease.ts"
+import { allWorkspaces, claimWorkspace } from "./lease.ts"
 import { BATCH_SIZE, readBatch, readLateBatch } from "./materialize/cursor.ts"
 import { writeHandoffs } from "./materialize/handoffs.ts"
 import { repairMergedSessions } from "./materialize/merges.ts"
@@ -62,9 +62,7 @@ export class Materializer extends Context.Service<Materializer, {
       const keepModelSummaries = Option.isSome(models.summaryModel)
       let rounds = 0
 
-      const workspaces = tenantSql.control(
-        ScopedSql.use((sql) => sql<WorkspaceScope>`SELECT tenant_id::text AS tenant_id, workspace_id::text AS workspace_id FROM workspaces`)
-      )
+      const workspaces = allWorkspaces(tenantSql)
 
       const write = <A, E>(scope: WorkspaceScope, effect: Effect.Effect<A, E, ScopedSql>) =>
         tenantSql.write(

@@ -1,5 +1,6 @@
 /**
- * Similar decisions (DESIGN §6), on stock PostgreSQL or with pgvector, with local vectors or model embeddings.
+ * Similar decisions (docs/ARCHITECTURE.md, "Analytics"), on stock PostgreSQL or with pgvector, with local vectors or
+ * model embeddings.
  *
  * Candidates first, then an exact score:
  * - pgvector (when the extension and its HNSW indexes exist): nearest neighbours of the query vector.

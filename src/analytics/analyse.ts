@@ -7,25 +7,17 @@ import { readCall } from "../builder/derive/read.ts"
 import type { Subject } from "../builder/derive/subjects.ts"
 import { collapseWhitespace, splitFences, truncate } from "../builder/derive/text.ts"
 import type { Capture } from "../domain/capture.ts"
-import type { Intent, Outcome } from "../domain/decision.ts"
+import type { SummaryRow } from "../query/rows.ts"
 import { callSignature, fingerprints, localVector } from "./text.ts"
 
-/** The columns of a decision the materialiser reads. */
-export interface BuiltDecision {
-  readonly ledger_id: string
-  readonly session_id: string
-  readonly agent_id: string
-  readonly execution_id: string | null
-  readonly created_at: Date
+/** The columns of a decision the materialiser reads: the listed decision's, and more. */
+export interface BuiltDecision extends
+  Pick<
+    SummaryRow,
+    "ledger_id" | "session_id" | "agent_id" | "execution_id" | "created_at" | "provider" | "model" | "title" | "intent" | "outcome" | "cost_usd" | "quality" | "latency_ms" | "status"
+  >
+{
   readonly built_at: Date
-  readonly provider: string
-  readonly model: string
-  readonly title: string
-  readonly intent: Intent
-  readonly outcome: Outcome
-  readonly cost_usd: number | null
-  readonly quality: number
-  readonly latency_ms: number
   readonly total_tokens: number
   readonly completion_tokens: number
   readonly status: number

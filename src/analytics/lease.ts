@@ -28,3 +28,9 @@ export const claimWorkspace = (tenantSql: (typeof TenantSql)["Service"], scope: 
       RETURNING 1`
     return rows.length > 0
   }))
+
+/** Every workspace of the install (as the control role): what the analytics fibers go round, claiming each. */
+export const allWorkspaces = (tenantSql: (typeof TenantSql)["Service"]) =>
+  tenantSql.control(
+    ScopedSql.use((sql) => sql<WorkspaceScope>`SELECT tenant_id::text AS tenant_id, workspace_id::text AS workspace_id FROM workspaces`)
+  )

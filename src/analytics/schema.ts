@@ -1,7 +1,7 @@
 /**
- * The shapes analytics answers with (DESIGN §6): graph, similar decisions, features and merge suggestions, insights,
- * the pulse report — and their parameters. MCP `structuredContent` is exactly these; every figure comes with what it
- * was computed from, so a reader can check it.
+ * The shapes analytics answers with (docs/ARCHITECTURE.md, "Analytics"): graph, similar decisions, features and merge
+ * suggestions, insights, the pulse report — and their parameters. MCP `structuredContent` is exactly these; every
+ * figure comes with what it was computed from, so a reader can check it.
  */
 import { Schema } from "effect"
 import { DecisionSummary, Outcome } from "../domain/decision.ts"

@@ -1,7 +1,7 @@
 /**
- * The REST read API (DESIGN §2.2) as an Effect HttpApi contract: paths, parameters, responses and errors.
- * The OpenAPI document (`/v1/openapi.json`) and the reference page (`/docs`) are generated from it, so what is
- * documented is what is validated and served. Payloads are the read model's schemas (the MCP tools return the
+ * The REST read API (docs/ARCHITECTURE.md, "Surfaces") as an Effect HttpApi contract: paths, parameters, responses
+ * and errors. The OpenAPI document (`/v1/openapi.json`) and the reference page (`/docs`) are generated from it, so
+ * what is documented is what is validated and served. Payloads are the read model's schemas (the MCP tools return the
  * same ones); every error is `{"error":{"code","message"}}` with its status.
  */
 import { Context, Schema } from "effect"

@@ -1,10 +1,11 @@
 /**
  * Resolves a bearer token to a principal, for every surface.
  *
- * Results (accepted and refused) are cached for `CACHE_TTL_MS` so the gateway's hot path authenticates with a
- * map lookup; the TTL bounds how long a revoked or expired token keeps working (CONTRACT: within 5 seconds).
- * Beyond the cache, the last principal the store accepted for each token is remembered with its time: the gateway
- * keeps serving it while the store does not answer (`gatewayAuthStaleMs`, DESIGN §3.6). A refusal forgets it.
+ * Results (accepted and refused) are cached for `CACHE_TTL_MS` so the gateway's hot path authenticates with a map
+ * lookup; the TTL bounds how long a revoked or expired token keeps working (a revocation takes effect within 5
+ * seconds on every surface). Beyond the cache, the last principal the store accepted for each token is remembered
+ * with its time: the gateway keeps serving it while the store does not answer (`gatewayAuthStaleMs`;
+ * docs/ARCHITECTURE.md, "The promises"). A refusal forgets it.
  */
 import { Clock, Context, Effect, Layer } from "effect"
 import { LedgerConfig } from "../config/LedgerConfig.ts"

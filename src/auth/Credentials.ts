@@ -1,5 +1,5 @@
 /**
- * Control plane: tenants, workspaces, users, memberships and credentials (DESIGN §4).
+ * Control plane: tenants, workspaces, users, memberships and credentials (docs/ARCHITECTURE.md, "The parts").
  *
  * Tokens are `ldg_pat_<43 chars>` (Personal Access Token) or `ldg_gw_<43 chars>` (Gateway Key): 256 bits from the
  * OS CSPRNG, base64url. Only the sha256 of a token is stored, with a short visible prefix for listings.
@@ -7,7 +7,7 @@
  * migration 0004_oauth); `resolve` reads them too, so every surface authenticates through one path.
  * Everything here runs through `TenantSql.control` (the control role), never as the owner.
  */
-import { Context, Effect, Layer, Schema } from "effect"
+import { Context, Effect, Layer } from "effect"
 import * as Crypto from "node:crypto"
 import { BadRequest, DatabaseUnavailable, NotFound } from "../domain/errors.ts"
 import type { MemberRole } from "../domain/principal.ts"
@@ -58,9 +58,15 @@ export interface CredentialRecord {
   readonly audience: string | null
 }
 
-export const Email = Schema.String.pipe(
-  Schema.check(Schema.isPattern(/^[^\s@]+@[^\s@]+$/, { message: "expected an email address" }))
-)
+/** A token for a member of a workspace (by name); `tenant` disambiguates a workspace name used twice. */
+export interface CreateTokenInput {
+  readonly email: string
+  readonly workspace: string
+  readonly tenant?: string | undefined
+  readonly kind: TokenKind
+  readonly expiresAt?: Date | undefined
+  readonly name?: string | undefined
+}
 
 const one = <A>(rows: ReadonlyArray<A>): A => rows[0]!
 
@@ -73,14 +79,7 @@ export class Credentials extends Context.Service<Credentials, {
     readonly role: MemberRole
   }): Effect.Effect<BootstrapResult, DatabaseUnavailable>
   /** Issues a token for a member of the workspace (by name); `tenant` disambiguates a workspace name used twice. */
-  createToken(input: {
-    readonly email: string
-    readonly workspace: string
-    readonly tenant?: string | undefined
-    readonly kind: TokenKind
-    readonly expiresAt?: Date | undefined
-    readonly name?: string | undefined
-  }): Effect.Effect<{ readonly token_id: string; readonly token: string }, NotFound | BadRequest | DatabaseUnavailable>
+  createToken(input: CreateTokenInput): Effect.Effect<{ readonly token_id: string; readonly token: string }, NotFound | BadRequest | DatabaseUnavailable>
   /** Revokes a credential by id; false when there is no such (unrevoked) credential. */
   revoke(tokenId: string): Effect.Effect<boolean, DatabaseUnavailable>
   /** Looks a token (of any bearer kind) up by hash and records its use. */
@@ -134,14 +133,7 @@ export class Credentials extends Context.Service<Credentials, {
         }))
       })
 
-      const createToken = Effect.fn("Credentials.createToken")(function*(input: {
-        readonly email: string
-        readonly workspace: string
-        readonly tenant?: string | undefined
-        readonly kind: TokenKind
-        readonly expiresAt?: Date | undefined
-        readonly name?: string | undefined
-      }) {
+      const createToken = Effect.fn("Credentials.createToken")(function*(input: CreateTokenInput) {
         return yield* tenantSql.control(Effect.gen(function*() {
           const sql = yield* ScopedSql
           const members = yield* sql<{ tenant_id: string; workspace_id: string; user_id: string }>`

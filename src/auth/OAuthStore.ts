@@ -272,15 +272,7 @@ export class OAuthStore extends Context.Service<OAuthStore, {
       })
 
       /** Issues an access + refresh token pair in a grant (inside a control transaction). */
-      const issue = (grant: {
-        readonly authorization_id: string
-        readonly client_id: string
-        readonly tenant_id: string
-        readonly workspace_id: string
-        readonly user_id: string
-        readonly scope: string
-        readonly audience: string
-      }) =>
+      const issue = (grant: Pick<TokenRow, "authorization_id" | "client_id" | "tenant_id" | "workspace_id" | "user_id" | "scope" | "audience">) =>
         Effect.gen(function*() {
           const sql = yield* ScopedSql
           const access = generateToken("oauth")

@@ -1,6 +1,6 @@
 /**
- * `ledger rebuild` (DESIGN §3 promise 6): re-derives every stored decision from its raw call after the derivation
- * logic improved, workspace by workspace as the builder role.
+ * `ledger rebuild` (docs/ARCHITECTURE.md, "The promises": raw stays replayable): re-derives every stored decision
+ * from its raw call after the derivation logic improved, workspace by workspace as the builder role.
  *
  * Decisions are read in pages (keyset on the session index) and only those whose derivation, subjects or title
  * changed are updated, so a second run changes nothing. Then each workspace's session and agent rollups are

@@ -1,6 +1,7 @@
 /**
- * Reconstruction (DESIGN §5): a delivered stream payload → a capture the ledger can store → the decision's
- * derived parts. The same functions serve the builder (from the stream) and `ledger rebuild` (from stored rows).
+ * Reconstruction (docs/ARCHITECTURE.md, "Deriving a decision"): a delivered stream payload → a capture the ledger can
+ * store → the decision's derived parts. The same functions serve the builder (from the stream) and `ledger rebuild`
+ * (from stored rows).
  */
 import { Effect, Schema } from "effect"
 import { Capture, captureUsage, decodeCapture } from "../domain/capture.ts"

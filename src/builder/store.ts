@@ -1,6 +1,6 @@
 /**
- * The builder's writes (DESIGN §3 promise 3, §4): decisions, sessions and rollups for a batch of reconstructions,
- * inside one `TenantSql.write` transaction as the builder role.
+ * The builder's writes (docs/ARCHITECTURE.md, "The promises": no duplicate, tenants isolated): decisions, sessions
+ * and rollups for a batch of reconstructions, inside one `TenantSql.write` transaction as the builder role.
  *
  * - Every agent of the batch is locked first (`pg_advisory_xact_lock`, in ascending key order, so builders never
  *   deadlock): session assignment reads, plans and writes an agent's sessions with nothing else changing them.
@@ -421,10 +421,11 @@ const foldRollups = (into: SessionRollup | undefined, from: SessionRollup | unde
   }
 
 /**
- * One model call is one decision whichever way it came (DESIGN §3 promise 8): a transcript turn (`ledger watch`)
- * whose answer's id is already a decision's, or is the answer of a call through the gateway in the same group, is
- * left out, and so is a second turn with one answer's id. (A turn sent twice has one ledger_id anyway; this is for
- * a call that went through the gateway and is also in the client's transcript, which usually comes second.)
+ * One model call is one decision whichever way it came (docs/ARCHITECTURE.md, "The promises"): a transcript turn
+ * (`ledger watch`) whose answer's id is already a decision's, or is the answer of a call through the gateway in the
+ * same group, is left out, and so is a second turn with one answer's id. (A turn sent twice has one ledger_id anyway;
+ * this is for a call that went through the gateway and is also in the client's transcript, which usually comes
+ * second.)
  */
 const withoutTurnsRecorded = (items: ReadonlyArray<Reconstruction>) =>
   Effect.gen(function*() {

@@ -1,5 +1,6 @@
 /**
- * The capture stream: the durable hand-off between gateways and decision builders (DESIGN §3).
+ * The capture stream: the durable hand-off between gateways and decision builders (docs/ARCHITECTURE.md, "One call",
+ * step 3).
  *
  * Two implementations share this interface and one contract test suite: Redis Streams with a consumer
  * group (production) and an in-process stream (embedded mode, single process). Payloads are capture

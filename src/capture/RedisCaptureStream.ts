@@ -1,6 +1,7 @@
 /**
- * The capture stream on Redis Streams (DESIGN §3): one stream read by the builders' consumer group, a
- * `<key>:dead` stream for dead letters. The stream belongs to that one group: trimming follows its progress.
+ * The capture stream on Redis Streams (docs/ARCHITECTURE.md, "One call", step 3): one stream read by the builders'
+ * consumer group, a `<key>:dead` stream for dead letters. The stream belongs to that one group: trimming follows its
+ * progress.
  *
  * Connections: one client for publish, ack and administration, and one per consumer name for blocking
  * XREADGROUP (a blocked command holds its connection; sharing one would queue each consumer behind the others).

@@ -1,9 +1,9 @@
 /**
- * Nothing answered is lost when Redis loses what it held (DESIGN §3 promise 2): a restart without persistence, a
- * crash between fsyncs, a failover to a replica that was behind. The publisher keeps every batch the stream took in
- * its Retention until the builders' committed frontier (what the consumer group has acknowledged: builders
- * acknowledge after their transaction commits) passes it, and publishes everything kept again when the stream turns
- * out to have lost batches of its producers:
+ * Nothing answered is lost when Redis loses what it held (docs/ARCHITECTURE.md, "The promises": no capture is lost):
+ * a restart without persistence, a crash between fsyncs, a failover to a replica that was behind. The publisher keeps
+ * every batch the stream took in its Retention until the builders' committed frontier (what the consumer group has
+ * acknowledged: builders acknowledge after their transaction commits) passes it, and publishes everything kept again
+ * when the stream turns out to have lost batches of its producers:
  * - a publish finds the producer's record below the batch before it (`Published.previous < seq - 1`), or
  * - the periodic check finds a producer's record below the highest batch kept of it.
  * Producer records are written by the same script that appends a batch, so they are lost exactly with the batches

@@ -1,7 +1,8 @@
 /**
- * What the gateway has published and the builders have not yet committed (DESIGN §3 promise 2): kept on disk beside
- * the spool until the builders' committed frontier passes it, so that a Redis that comes back without it (restarted
- * without persistence, a crash between fsyncs, a failover to a replica that was behind) can be given it again.
+ * What the gateway has published and the builders have not yet committed (docs/ARCHITECTURE.md, "The promises": no
+ * capture is lost): kept on disk beside the spool until the builders' committed frontier passes it, so that a Redis
+ * that comes back without it (restarted without persistence, a crash between fsyncs, a failover to a replica that was
+ * behind) can be given it again.
  *
  * Layout: segment files `<dataDir>/spool/published.<n>.ndjson`, n counting up; per batch a header line
  * `@<producer>:<seq> <head> <count>` — `head` the stream's newest id once the batch was in (none of its entries is

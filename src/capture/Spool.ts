@@ -1,6 +1,6 @@
 /**
- * The capture spool: an append-only file that holds captures the stream could not take (DESIGN §3 promise 2),
- * until the publisher replays them, oldest first, one batch per publish.
+ * The capture spool: an append-only file that holds captures the stream could not take (docs/ARCHITECTURE.md, "The
+ * promises": no capture is lost), until the publisher replays them, oldest first, one batch per publish.
  *
  * Layout under `<dataDir>/spool/`:
  *   captures.ndjson  one capture per line, appended: `<producer>:<seq> <JSON text>`, the id of the batch the

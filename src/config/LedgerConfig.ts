@@ -1,5 +1,5 @@
 /**
- * All settings of the service, read once through Effect `Config` (CONTRACT.md "Environment").
+ * All settings of the service, read once through Effect `Config` (README, "Configuration").
  * Nothing else in the code reads the environment.
  */
 import { Config, Context, Effect, Layer, Option, Redacted } from "effect"

@@ -1,5 +1,5 @@
 /**
- * A decision: one captured model call rebuilt into an audit trail (DESIGN §5).
+ * A decision: one captured model call rebuilt into an audit trail (docs/ARCHITECTURE.md, "Deriving a decision").
  * The same schemas back the builder's derivation, the stored rows, REST bodies and MCP structuredContent.
  */
 import { Schema } from "effect"

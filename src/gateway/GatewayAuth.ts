@@ -1,9 +1,9 @@
 /**
- * Gateway Key authentication on the hot path: a call waits for the credential store only for a key it has never
- * seen accepted. A known key whose cached verdict has expired is served its last accepted verdict at once while the
- * store is asked again in the background, so a revocation still takes effect within seconds, and a database outage
- * fails no call of a known key (up to `gatewayAuthStaleMs`, DESIGN §3.6) — counted, and logged when it starts and
- * ends.
+ * Gateway Key authentication on the hot path: a call waits for the credential store only for a key it has never seen
+ * accepted. A known key whose cached verdict has expired is served its last accepted verdict at once while the store
+ * is asked again in the background, so a revocation still takes effect within seconds, and a database outage fails no
+ * call of a known key (up to `gatewayAuthStaleMs`; docs/ARCHITECTURE.md, "The promises") — counted, and logged when
+ * it starts and ends.
  */
 import { Cause, type Context, Effect, Exit, Metric } from "effect"
 import type * as Http from "node:http"

@@ -1,7 +1,7 @@
 /**
- * Gateway metrics (DESIGN §2.5): requests and latency per route, and the gateway's own overhead (time spent
- * outside the provider call). Updated synchronously from the request handlers with the layer's context, so the
- * hot path runs no Effect for them.
+ * Gateway metrics (docs/ARCHITECTURE.md, "Surfaces"): requests and latency per route, and the gateway's own overhead
+ * (time spent outside the provider call). Updated synchronously from the request handlers with the layer's context,
+ * so the hot path runs no Effect for them.
  */
 import type { Context } from "effect"
 import { Metric } from "effect"

@@ -1,8 +1,8 @@
 /**
- * The MCP server behind `POST /mcp` (DESIGN §2.3): tools, the render_ui App resource and logging, over the SDK's
- * web-standard streamable HTTP transport in stateless mode — a new SDK server and transport per HTTP request,
- * bound to the caller's principal, so every tool call runs under the caller's tenant, workspace and user and no
- * state is shared between callers. Tool definitions (JSON Schemas) are computed once.
+ * The MCP server behind `POST /mcp` (docs/ARCHITECTURE.md, "Surfaces"): tools, the render_ui App resource and
+ * logging, over the SDK's web-standard streamable HTTP transport in stateless mode — a new SDK server and transport
+ * per HTTP request, bound to the caller's principal, so every tool call runs under the caller's tenant, workspace and
+ * user and no state is shared between callers. Tool definitions (JSON Schemas) are computed once.
  */
 import { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js"

@@ -1,7 +1,7 @@
 /**
- * The builder role in a worker thread of its own (DESIGN §3.6): in the default process, the decision builders and
- * analytics parse, derive and write off the event loop that answers gateway calls. Measured in bench/serve: on the
- * shared loop they added 12–18 ms to the gateway's p99 at 500 calls/s.
+ * The builder role in a worker thread of its own (docs/ARCHITECTURE.md, "Roles and processes"): in the default
+ * process, the decision builders and analytics parse, derive and write off the event loop that answers gateway calls.
+ * Measured in bench/serve: on the shared loop they added 12–18 ms to the gateway's p99 at 500 calls/s.
  *
  * The thread (src/builderThread.ts) builds its own store and stream clients from the same environment and runs
  * until told to stop. It is supervised: a thread that exits unexpectedly is started again, with backoff. Its

@@ -1,5 +1,5 @@
 /**
- * Embedded mode's first start (CONTRACT.md): bootstrap a default tenant, workspace and user, and write their
+ * Embedded mode's first start (README, "Run it"): bootstrap a default tenant, workspace and user, and write their
  * credentials to `<data dir>/credentials.json` (mode 0600). Later starts reuse the file.
  */
 import { Console, Effect, Layer, Option } from "effect"

@@ -1,5 +1,5 @@
 /**
- * Liveness, readiness and metrics for operators (DESIGN §2.5), served on both ports.
+ * Liveness, readiness and metrics for operators (docs/ARCHITECTURE.md, "Surfaces"), served on both ports.
  * `/healthz`: the process answers. `/readyz`: the database and the capture stream are reachable.
  */
 import { Context, Duration, Effect, Layer, type Scope } from "effect"

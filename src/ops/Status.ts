@@ -1,5 +1,6 @@
 /**
- * `ledger status` (DESIGN §2.5, CONTRACT.md): the pipeline's figures for an operator, from wherever they live.
+ * `ledger status` (docs/ARCHITECTURE.md, "Surfaces"; README, "Commands"): the pipeline's figures for an operator,
+ * from wherever they live.
  *
  * - Stream length, group lag, pending, oldest pending age, dead letters: from Redis when REDIS_URL is set. Without
  *   it the stream is in-process, inside the serving process: the figures come from its `/metrics`.

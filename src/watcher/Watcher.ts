@@ -1,7 +1,7 @@
 /**
- * `ledger watch` (DESIGN §2.1b): follows Claude Code's and Codex's transcripts on the person's own machine and sends
- * each model turn to the gateway's `POST /v1/watcher/turns` with their Gateway Key, where it becomes a capture like
- * any call through the gateway.
+ * `ledger watch` (docs/ARCHITECTURE.md, "Surfaces"): follows Claude Code's and Codex's transcripts on the person's
+ * own machine and sends each model turn to the gateway's `POST /v1/watcher/turns` with their Gateway Key, where it
+ * becomes a capture like any call through the gateway.
  *
  * Every POLL the transcripts are scanned (TranscriptFiles) and what they completed is sent in batches; a batch taken
  * by the service moves the files' positions, which are saved. While the service cannot be reached, nothing more is

@@ -1,5 +1,5 @@
 /**
- * The `ledger` command as users and scripts run it (CONTRACT.md): exact `--json` shapes, migrate idempotent,
+ * The `ledger` command as users and scripts run it (README, "Commands"): exact `--json` shapes, migrate idempotent,
  * embedded `serve` healthy on both ports with credentials.json (0600), clean exit on SIGTERM.
  */
 import { assert, describe, it } from "@effect/vitest"

@@ -1,7 +1,8 @@
 /**
- * Gateway Keys while the credential store comes and goes (DESIGN §3.6), against real PostgreSQL behind a TCP proxy
- * that cuts it: a known key keeps working through the outage on its last verdict (counted, up to the stale bound),
- * an unknown key gets a 503, and with the store reachable a revocation takes effect within seconds.
+ * Gateway Keys while the credential store comes and goes (docs/ARCHITECTURE.md, "The promises"), against real
+ * PostgreSQL behind a TCP proxy that cuts it: a known key keeps working through the outage on its last verdict
+ * (counted, up to the stale bound), an unknown key gets a 503, and with the store reachable a revocation takes effect
+ * within seconds.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, Option, Redacted } from "effect"

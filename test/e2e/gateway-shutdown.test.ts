@@ -1,7 +1,7 @@
 /**
  * `ledger serve --roles gateway` as a real process, stopped with SIGTERM while Redis is unreachable: calls in
  * flight are finished, the capture queue is spooled to `<dataDir>/spool/`, and the next start replays the spool
- * into the stream (DESIGN §3 promise 2, "on shutdown the queue is drained or spooled"). Neither the Gateway Key nor
+ * into the stream (no capture is lost: on shutdown the queue is drained or spooled). Neither the Gateway Key nor
  * the provider key appears in what the processes log.
  */
 import { assert, describe, it } from "@effect/vitest"

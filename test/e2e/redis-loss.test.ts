@@ -1,5 +1,5 @@
 /**
- * Promise 2 when Redis loses what it held (DESIGN §3): a Redis of the test's own, without persistence, is killed
+ * No capture is lost when Redis loses what it held: a Redis of the test's own, without persistence, is killed
  * while the stream holds a backlog the builders have not committed (PostgreSQL cut first, so nothing is built),
  * stays away for 8 s under load, and comes back empty. Every call is answered, and every answered call becomes a
  * decision exactly once: the gateway publishes again what Redis lost, and the builders drop what they had built.

@@ -1,8 +1,9 @@
 /**
  * The default `ledger serve` (every role in one process, external PostgreSQL and Redis) as a user runs it, under
- * steady load, through the faults of DESIGN §3: PostgreSQL away for 8 s, Redis away for 8 s, and a Redis that comes
- * back empty with a backlog it held. Every call is answered and every answered call becomes a decision exactly
- * once. Also: builders run in a thread of their own, and `/metrics` has each thread's process metrics.
+ * steady load, through the faults the service promises to survive: PostgreSQL away for 8 s, Redis away for 8 s, and a
+ * Redis that comes back empty with a backlog it held. Every call is answered and every answered call becomes a
+ * decision exactly once. Also: builders run in a thread of their own, and `/metrics` has each thread's process
+ * metrics.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"

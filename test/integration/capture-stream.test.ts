@@ -1,7 +1,7 @@
 /**
- * One contract for both capture streams (DESIGN §3): the Redis one against the local Redis and the in-process
- * one run the same tests, each on a fresh stream. Redis-only: behaviour when Redis is unreachable, and a publish
- * whose reply is lost after Redis applied it.
+ * One contract for both capture streams (docs/ARCHITECTURE.md, "One call", step 3): the Redis one against the local
+ * Redis and the in-process one run the same tests, each on a fresh stream. Redis-only: behaviour when Redis is
+ * unreachable, and a publish whose reply is lost after Redis applied it.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, Fiber, Layer, Option, Redacted, Schedule, type Scope } from "effect"

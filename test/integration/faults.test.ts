@@ -1,11 +1,9 @@
 /**
- * Fault tests of the pipeline (DESIGN §3 promises 3–5) with builders as real processes (`ledger serve --roles
- * builder`) on real Redis and PostgreSQL:
- *   (a) a builder SIGKILLed mid-batch while another runs — every capture becomes a decision exactly once;
- *   (b) PostgreSQL "stopped" for ~10 s under load (a TCP proxy cut, the shared server untouched) — builders back
- *       off and resume, nothing lost;
- *   (c) a poison capture lands in the dead letters with its reason, the pipeline goes on, and `ledger dlq replay`
- *       builds it once the cause is fixed.
+ * Fault tests of the pipeline (docs/ARCHITECTURE.md, "The promises") with builders as real processes (`ledger serve
+ * --roles builder`) on real Redis and PostgreSQL: (a) a builder SIGKILLed mid-batch while another runs — every
+ * capture becomes a decision exactly once; (b) PostgreSQL "stopped" for ~10 s under load (a TCP proxy cut, the shared
+ * server untouched) — builders back off and resume, nothing lost; (c) a poison capture lands in the dead letters with
+ * its reason, the pipeline goes on, and `ledger dlq replay` builds it once the cause is fixed.
  */
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect, Fiber, Layer, Option, Redacted } from "effect"

@@ -16,7 +16,7 @@ import { type Member, MINUTE, seedTwoTenantLedger } from "../support/ledger-fixt
 import { callTool, grantByForms, mcpClient, textOf } from "../support/mcp-client.ts"
 import { insertDecisions, makeCapture, type SeedDecision, seedDecision, TEMPLATES } from "../support/seed.ts"
 
-/** DESIGN §2.3: the names are exact */
+/** the tools' names are exact: clients rely on them */
 const TOOL_NAMES = [
   "list_agents", "list_agent_sessions", "list_session_decisions", "get_decision", "list_decisions", "query_graph",
   "search_similar_decisions", "list_features", "get_feature", "list_feature_merge_suggestions", "list_insights",

@@ -1,9 +1,9 @@
 /**
- * The capture publisher (DESIGN §3 promises 1–2) against the in-process stream behind a switch that makes it
- * fail, stall, or lose the reply of a publish it applied: batches in order; spill to the spool while the stream
- * is down and replay in order, exactly once, when it returns — also when a publish or a replay landed but its
- * reply was lost, and across a restart; a full queue spills instead of dropping; shutdown drains or spools, and
- * the next start replays what was spooled. (The same against real Redis cut by a TCP proxy:
+ * The capture publisher (docs/ARCHITECTURE.md, "The promises") against the in-process stream behind a switch that
+ * makes it fail, stall, or lose the reply of a publish it applied: batches in order; spill to the spool while the
+ * stream is down and replay in order, exactly once, when it returns — also when a publish or a replay landed but its
+ * reply was lost, and across a restart; a full queue spills instead of dropping; shutdown drains or spools, and the
+ * next start replays what was spooled. (The same against real Redis cut by a TCP proxy:
  * test/e2e/gateway-fault.test.ts.)
  */
 import { assert, describe, it } from "@effect/vitest"

@@ -410,7 +410,7 @@ describe("REST /v1", () => {
         expectChallenge(yield* get("/v1/agents", tokens.expired.token), true)
         assert.strictEqual((yield* get("/v1/agents", tokens.revoked.token)).status, 200)
         yield* Effect.orDie(tokens.credentials.revoke(tokens.revoked.token_id))
-        // the authenticator caches verdicts for 2 s: revocation takes effect within that (CONTRACT: < 5 s)
+        // the authenticator caches verdicts for 2 s: revocation takes effect within that (promised: < 5 s)
         yield* Effect.sleep("2100 millis")
         expectChallenge(yield* get("/v1/agents", tokens.revoked.token), true)
         assert.strictEqual((yield* as(ann)("/v1/agents")).status, 200)

@@ -1,7 +1,8 @@
 /**
- * Session assignment with explicit timestamps (DESIGN §5): execution ids, the inactivity gap, late and
- * out-of-order captures (extension, bridging merges), arrival order not mattering, and several builders at once.
- * Against real PostgreSQL; the expected sessions are computed independently from the timeline.
+ * Session assignment with explicit timestamps (docs/ARCHITECTURE.md, "Deriving a decision"): execution ids, the
+ * inactivity gap, late and out-of-order captures (extension, bridging merges), arrival order not mattering, and
+ * several builders at once. Against real PostgreSQL; the expected sessions are computed independently from the
+ * timeline.
  */
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Effect } from "effect"

@@ -1,5 +1,5 @@
 /**
- * The derivation: one capture in, the decision's audit trail out (DESIGN §5).
+ * The derivation: one capture in, the decision's audit trail out (docs/ARCHITECTURE.md, "Deriving a decision").
  *
  * Pure and deterministic — no clock, no network, no model — so `ledger rebuild` reproduces it exactly and
  * improving a heuristic is a matter of re-running it. Odd input never throws: unreadable parts of the

@@ -158,7 +158,7 @@ export const extractSubjectsFromCall = (derivation: Derivation, call: ChatCall):
 }
 
 /**
- * Where a coding assistant's turn was worked on, as its transcript says (DESIGN §2.1b): the directory, and the git
+ * Where a coding assistant's turn was worked on, as its transcript says (`ledger watch`): the directory, and the git
  * branch checked out there (a detached `HEAD` names nothing).
  */
 export const sourceSubjects = (source: CaptureSource | undefined): Array<Subject> => {

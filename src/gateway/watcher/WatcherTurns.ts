@@ -1,6 +1,6 @@
 /**
  * `POST /v1/watcher/turns`: the model turns `ledger watch` read from coding assistants' transcripts, each made a
- * capture on the capture stream, the same record a call through the gateway makes (DESIGN §2.1b).
+ * capture on the capture stream, the same record a call through the gateway makes (docs/ARCHITECTURE.md, "Surfaces").
  *
  * Authenticated by a Gateway Key like every gateway route (a PAT is refused). The body is `{"turns": [...]}`, at
  * most MAX_TURNS_PER_REQUEST turns within the gateway's body limit. Each turn is taken or refused on its own: the

@@ -1,6 +1,7 @@
 /**
- * The shape of one MCP tool (DESIGN §2.3). Each tool is a module under src/mcp/tools/ exporting a `LedgerTool` made
- * with `defineTool`, and ./index.ts lists them; the server derives everything the protocol needs from it:
+ * The shape of one MCP tool (docs/ARCHITECTURE.md, "Surfaces"). Each tool is a module under src/mcp/tools/ exporting
+ * a `LedgerTool` made with `defineTool`, and ./index.ts lists them; the server derives everything the protocol needs
+ * from it:
  *
  * - `input` / `output` are Effect schemas — the `inputSchema` / `outputSchema` JSON Schemas are generated from them
  *   (so they say what the code checks), arguments are decoded with `input` (unknown parameters refused), and
