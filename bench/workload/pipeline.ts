@@ -14,6 +14,7 @@ import * as Crypto from "node:crypto"
 import { BuilderLive, DecisionBuildersLive } from "../../layers/Builder.ts"
 import { AnalyticsQuery } from "../../src/analytics/AnalyticsQuery.ts"
 import { Detectors } from "../../src/analytics/Detectors.ts"
+import { Embedder } from "../../src/analytics/Embedder.ts"
 import { Materializer } from "../../src/analytics/Materializer.ts"
 import { ModelCalls } from "../../src/analytics/ModelCalls.ts"
 import { Authenticator } from "../../src/auth/Authenticator.ts"
@@ -26,7 +27,7 @@ import type { Backend } from "../../test/support/stack.ts"
 import { type CallResult, RetimedCaptureStream, runWorkload } from "./run.ts"
 import type { Workload } from "./scenario.ts"
 
-const Services = Layer.mergeAll(Materializer.layer, Detectors.layer, AnalyticsQuery.layer).pipe(Layer.provide(ModelCalls.layer))
+const Services = Layer.mergeAll(Materializer.layer, Detectors.layer, Embedder.layer, AnalyticsQuery.layer).pipe(Layer.provide(ModelCalls.layer))
 
 /** The decision builders and the analytics services; analytics is driven by `run`. */
 const PipelineLive = Layer.mergeAll(DecisionBuildersLive.pipe(Layer.provide(RetimedCaptureStream)), Services)
@@ -86,6 +87,7 @@ export const workloadPipeline = (options: WorkloadPipelineOptions = {}): Effect.
     const tenantSql = Context.get(stack.context, TenantSql)
     const materializer = Context.get(stack.context, Materializer)
     const detectors = Context.get(stack.context, Detectors)
+    const embedder = Context.get(stack.context, Embedder)
 
     const analysed = (principal: Principal) =>
       tenantSql.read(principal, ScopedSql.use((sql) =>
@@ -115,6 +117,7 @@ export const workloadPipeline = (options: WorkloadPipelineOptions = {}): Effect.
         if (runOptions.analyse ?? true) {
           yield* materializer.catchUp
           yield* detectors.catchUp
+          yield* embedder.catchUp
         }
         return {
           workload,

@@ -15,7 +15,7 @@ import { ScopedSql, TenantSql } from "../store/TenantSql.ts"
 import { sessionIdsOf } from "../store/sessionAliases.ts"
 import { agentNetwork, traverse } from "./Graph.ts"
 import { ModelCalls } from "./ModelCalls.ts"
-import { periodOf, pulseFigures } from "./Pulse.ts"
+import { periodOf, pulseFigures, windowOverlaps } from "./Pulse.ts"
 import { computeRoi, type RoiSettings, workspaceRoiSettings } from "./Roi.ts"
 import { FEATURE_QUIET_HOURS, LINKING_RULE, MERGE_RULE, STATUS_RULE, SUCCESS_OUTCOMES } from "./rules.ts"
 import {
@@ -273,6 +273,7 @@ export class AnalyticsQuery extends Context.Service<AnalyticsQuery, {
               ? Option.some({ model: stored.embedding_model, vector: stored.embedding })
               : Option.none()
             query = {
+              text: undefined,
               lexemes: stored.lexemes,
               localVector: stored.local_vector,
               embedding,
@@ -285,6 +286,7 @@ export class AnalyticsQuery extends Context.Service<AnalyticsQuery, {
             }
           } else {
             query = {
+              text,
               lexemes: yield* lexemesOf(text!),
               localVector: localVector(text!),
               embedding: modelEmbedding,
@@ -441,8 +443,7 @@ export class AnalyticsQuery extends Context.Service<AnalyticsQuery, {
               params.severities === undefined ? sql`TRUE` : sql`severity = ANY(${[...params.severities]}::text[])`,
               params.agent_id === undefined ? sql`TRUE` : sql`${params.agent_id} = ANY(agent_ids)`,
               params.session_id === undefined ? sql`TRUE` : sql`session_ids && ${sessionIdsOf(sql, params.session_id.toLowerCase())}`,
-              params.since === undefined ? sql`TRUE` : sql`window_end >= ${params.since}::timestamptz`,
-              params.until === undefined ? sql`TRUE` : sql`window_start < ${params.until}::timestamptz`,
+              windowOverlaps(sql, params.since, params.until),
               page.after === undefined
                 ? sql`TRUE`
                 : sql`(window_end, insight_id) < (${page.after.sort}::timestamptz, ${page.after.id}::uuid)`
@@ -470,7 +471,7 @@ export class AnalyticsQuery extends Context.Service<AnalyticsQuery, {
           period = { kind, start, end }
         } else {
           if (params.since !== undefined || params.until !== undefined) {
-            return yield* invalid(params.since !== undefined ? "since" : "until", "only with period range (use date for day and week)")
+            return yield* invalid(params.since !== undefined ? "since" : "until", "only with period range (use date for day, week and month)")
           }
           period = periodOf(kind, params.date === undefined ? at : new Date(params.date))
         }
@@ -478,7 +479,7 @@ export class AnalyticsQuery extends Context.Service<AnalyticsQuery, {
           const sql = yield* ScopedSql
           const figures = yield* pulseFigures(principal, period, at)
           const insights = yield* sql<InsightRow>`SELECT ${sql.literal(INSIGHT_COLUMNS)}, '' AS k FROM insights
-            WHERE window_end >= ${period.start.toISOString()}::timestamptz AND window_end < ${period.end.toISOString()}::timestamptz
+            WHERE ${windowOverlaps(sql, period.start.toISOString(), period.end.toISOString())}
             ORDER BY CASE severity WHEN 'critical' THEN 0 WHEN 'warning' THEN 1 ELSE 2 END, window_end DESC, insight_id
             LIMIT ${NEW_INSIGHTS_SHOWN}`
           // features whose last activity fell in the period and that are delivered as of now

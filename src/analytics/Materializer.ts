@@ -17,7 +17,7 @@ import { Clock, Context, Effect, Layer, Metric, Option } from "effect"
 import { LedgerConfig } from "../config/LedgerConfig.ts"
 import type { DatabaseUnavailable } from "../domain/errors.ts"
 import { ScopedSql, TenantSql } from "../store/TenantSql.ts"
-import { analyseDecision, type DecisionAnalysis } from "./analyse.ts"
+import { analyseDecision } from "./analyse.ts"
 import { allWorkspaces, claimWorkspace } from "./lease.ts"
 import { BATCH_SIZE, readBatch, readLateBatch } from "./materialize/cursor.ts"
 import { writeHandoffs } from "./materialize/handoffs.ts"
@@ -74,24 +74,14 @@ export class Materializer extends Context.Service<Materializer, {
           )
         )
 
-      const embed = (analyses: ReadonlyArray<DecisionAnalysis>) =>
-        Option.isNone(models.embeddingsModel) || analyses.length === 0
-          ? Effect.succeed(Option.none())
-          : models.embed(analyses.map((a) => a.searchText)).pipe(
-            Effect.map((vectors) => Option.some({ model: models.embeddingsModel.pipe(Option.getOrThrow), vectors })),
-            // the local vector is always there; embeddings are filled for the next decisions once the model answers
-            Effect.catch((error) => Effect.logWarning("embeddings failed; decisions keep their local vectors", { error: error.message }).pipe(Effect.as(Option.none())))
-          )
-
       /** One batch of one workspace; yields how many decisions it read (0: caught up) and how many were new. */
       const batch = (scope: WorkspaceScope, reader: typeof readBatch = readBatch) =>
         Effect.gen(function*() {
           const rows = yield* tenantSql.write(scope, reader)
           if (rows.length === 0) return { read: 0, fresh: 0 }
           const analyses = rows.map(analyseDecision)
-          const embeddings = yield* embed(analyses)
           const fresh = yield* write(scope, Effect.gen(function*() {
-            const fresh = yield* insertSearchRows(scope, analyses, embeddings)
+            const fresh = yield* insertSearchRows(scope, analyses)
             if (fresh.length > 0) {
               yield* writeRollups(scope, fresh)
               yield* writeMentions(scope, fresh)

@@ -1,9 +1,10 @@
 /**
- * The pulse report: a period (UTC day, Monday–Sunday week, or a range) against the period of the same length just
- * before it. Figures come from the hourly rollups (for members) or, for a restricted member, from the decisions that
- * member may see, aggregated the same way — so no aggregate of other users' calls leaks. `partial` says when a figure
- * cannot be complete: the period is not over, analytics has not caught up, or the previous period starts before the
- * first recorded decision.
+ * The pulse report: a period (UTC day, Monday–Sunday week, calendar month, or a range) against the period just before
+ * it (the previous month for a month, the same length for the others). Figures come from the hourly rollups (for
+ * members) — with the decisions themselves for the part of an hour a range starts or ends inside — or, for a
+ * restricted member, from the decisions that member may see, aggregated the same way, so no aggregate of other
+ * users' calls leaks. Periods are half-open, [start, end). `partial` says when a figure cannot be complete: the period
+ * is not over, analytics has not caught up, or the previous period starts before the first recorded decision.
  */
 import { Effect } from "effect"
 import type { Principal } from "../domain/principal.ts"
@@ -11,34 +12,82 @@ import { ScopedSql } from "../store/TenantSql.ts"
 import type { PulseReport, PulseTotals } from "./schema.ts"
 
 export interface PulsePeriod {
-  readonly kind: "day" | "week" | "range"
+  readonly kind: "day" | "week" | "month" | "range"
   readonly start: Date
   readonly end: Date
 }
 
+const HOUR_MS = 3_600_000
 const DAY_MS = 86_400_000
 const TOP_AGENTS = 5
 const COSTLY_SESSIONS = 5
 
-/** The UTC day or Monday-based week containing `at`. */
-export const periodOf = (kind: "day" | "week", at: Date): PulsePeriod => {
+/** The UTC day, Monday-based week or calendar month containing `at`. */
+export const periodOf = (kind: "day" | "week" | "month", at: Date): PulsePeriod => {
   const day = Math.floor(at.getTime() / DAY_MS) * DAY_MS
-  if (kind === "day") return { kind, start: new Date(day), end: new Date(day + DAY_MS) }
-  const weekday = (new Date(day).getUTCDay() + 6) % 7
-  const start = day - weekday * DAY_MS
-  return { kind, start: new Date(start), end: new Date(start + 7 * DAY_MS) }
+  switch (kind) {
+    case "day":
+      return { kind, start: new Date(day), end: new Date(day + DAY_MS) }
+    case "week": {
+      const weekday = (new Date(day).getUTCDay() + 6) % 7
+      const start = day - weekday * DAY_MS
+      return { kind, start: new Date(start), end: new Date(start + 7 * DAY_MS) }
+    }
+    case "month":
+      return {
+        kind,
+        start: new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), 1)),
+        end: new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth() + 1, 1))
+      }
+  }
 }
+
+/** The period a report compares with: the month before a month, the same length just before anything else. */
+export const previousOf = (period: PulsePeriod): { readonly start: Date; readonly end: Date } =>
+  period.kind === "month"
+    ? { start: periodOf("month", new Date(period.start.getTime() - 1)).start, end: period.start }
+    : { start: new Date(period.start.getTime() - (period.end.getTime() - period.start.getTime())), end: period.start }
+
+/**
+ * Whether an insight's window, [window_start, window_end), overlaps the period [start, end): an insight belongs to
+ * every period it overlaps (an error spike in the 23:00 hour ends at midnight, and is that day's).
+ */
+export const windowOverlaps = (sql: ScopedSql["Service"], start: string | undefined, end: string | undefined) =>
+  sql.and([
+    end === undefined ? sql`TRUE` : sql`window_start < ${end}::timestamptz`,
+    // an empty window (a point in time) belongs where its instant is
+    start === undefined ? sql`TRUE` : sql`(window_end > ${start}::timestamptz OR window_start >= ${start}::timestamptz)`
+  ])
 
 const round = (value: number, digits: number) => Math.round(value * 10 ** digits) / 10 ** digits
 
-/** Rollup rows (hour, agent, model, intent, outcome with sums) the report aggregates: stored, or from visible decisions. */
-const rollupSource = (sql: ScopedSql["Service"], principal: Principal) =>
-  principal.role === "restricted"
-    ? sql`(SELECT date_trunc('hour', created_at) AS hour, agent_id, provider || '/' || model AS model, intent, outcome,
-          1 AS decisions, coalesce(cost_usd, 0) AS cost_usd, coalesce((usage->>'total_tokens')::bigint, 0) AS tokens,
-          latency_ms AS latency_ms_sum, quality AS quality_sum
-        FROM decisions) r`
-    : sql`hourly_rollups r`
+const ceilHour = (at: Date) => new Date(Math.ceil(at.getTime() / HOUR_MS) * HOUR_MS)
+const floorHour = (at: Date) => new Date(Math.floor(at.getTime() / HOUR_MS) * HOUR_MS)
+
+/** Visible decisions made in [start, end), as rollup rows. */
+const decisionRows = (sql: ScopedSql["Service"], start: Date, end: Date) =>
+  sql`SELECT agent_id, intent, outcome, 1 AS decisions, coalesce(cost_usd, 0) AS cost_usd,
+      coalesce((usage->>'total_tokens')::bigint, 0) AS tokens, latency_ms AS latency_ms_sum, quality AS quality_sum
+    FROM decisions WHERE created_at >= ${start.toISOString()}::timestamptz AND created_at < ${end.toISOString()}::timestamptz`
+
+/**
+ * The rows (agent, intent, outcome with sums) the report aggregates over [start, end): the stored hourly rollups for
+ * the whole hours in it and the decisions themselves for the parts of an hour at either end (a range need not start
+ * on the hour); for a restricted member, only the decisions it may see.
+ */
+const rollupSource = (sql: ScopedSql["Service"], principal: Principal, start: Date, end: Date) => {
+  if (principal.role === "restricted") return sql`(${decisionRows(sql, start, end)}) r`
+  const wholeFrom = ceilHour(start)
+  const wholeTo = floorHour(end)
+  if (wholeFrom >= wholeTo) return sql`(${decisionRows(sql, start, end)}) r`
+  const edges = [
+    ...(start < wholeFrom ? [decisionRows(sql, start, wholeFrom)] : []),
+    ...(wholeTo < end ? [decisionRows(sql, wholeTo, end)] : [])
+  ]
+  const hours = sql`SELECT agent_id, intent, outcome, decisions, cost_usd, tokens, latency_ms_sum, quality_sum FROM hourly_rollups
+    WHERE hour >= ${wholeFrom.toISOString()}::timestamptz AND hour < ${wholeTo.toISOString()}::timestamptz`
+  return sql`(${sql.join(" UNION ALL ", false)([hours, ...edges])}) r`
+}
 
 interface Grouped {
   readonly agent_id: string | null
@@ -61,8 +110,7 @@ const grouped = (sql: ScopedSql["Service"], principal: Principal, start: Date, e
       coalesce(sum(decisions) FILTER (WHERE outcome = 'error'), 0)::float8 AS errors, coalesce(sum(tokens), 0)::float8 AS tokens,
       coalesce(sum(latency_ms_sum), 0)::float8 AS latency, coalesce(sum(quality_sum), 0)::float8 AS quality,
       count(DISTINCT agent_id)::int AS agents
-    FROM ${rollupSource(sql, principal)}
-    WHERE r.hour >= ${start.toISOString()}::timestamptz AND r.hour < ${end.toISOString()}::timestamptz
+    FROM ${rollupSource(sql, principal, start, end)}
     ${detail ? sql`GROUP BY GROUPING SETS ((), (agent_id), (outcome), (intent))` : sql``}`
 
 const totalsOf = (sql: ScopedSql["Service"], principal: Principal, rows: ReadonlyArray<Grouped>, start: Date, end: Date) =>
@@ -97,8 +145,7 @@ const delta = (current: number, previous: number) => ({
 export const pulseFigures = (principal: Principal, period: PulsePeriod, now: Date) =>
   Effect.gen(function*() {
     const sql = yield* ScopedSql
-    const span = period.end.getTime() - period.start.getTime()
-    const previous = { start: new Date(period.start.getTime() - span), end: period.start }
+    const previous = previousOf(period)
     const current = yield* grouped(sql, principal, period.start, period.end, true)
     const totals = yield* totalsOf(sql, principal, current, period.start, period.end)
     const previousTotals = yield* totalsOf(sql, principal, yield* grouped(sql, principal, previous.start, previous.end, false), previous.start, previous.end)

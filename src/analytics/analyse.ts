@@ -37,8 +37,10 @@ export interface EvidenceSource {
 
 export interface DecisionAnalysis {
   readonly decision: BuiltDecision
-  /** text the search document and vector are made of */
+  /** what the decision says, in short: the vector (and a model embedding) is made of it */
   readonly searchText: string
+  /** what the decision holds word for word — its title, newest inputs, answer and findings — for the lexical index */
+  readonly lexicalText: string
   readonly vector: Array<number>
   readonly signature: string
   readonly inputPrints: Array<string>
@@ -49,6 +51,8 @@ export interface DecisionAnalysis {
 
 const SEARCH_ASK_CHARS = 600
 const SEARCH_TEXT_CHARS = 2_000
+/** Of each of the newest inputs and the answer, the lexical index holds this much (a pasted log or file is cut). */
+const LEXICAL_PART_CHARS = 6_000
 const SOURCE_LABEL_CHARS = 120
 
 const asArray = (value: unknown): ReadonlyArray<any> => (Array.isArray(value) ? value : [])
@@ -103,6 +107,8 @@ export const analyseDecision = (decision: BuiltDecision): DecisionAnalysis => {
   )
   const ask = truncate(collapseWhitespace(splitFences(lastUser).prose), SEARCH_ASK_CHARS)
   const searchText = truncate([decision.title, ask === decision.title ? "" : ask, ...findings].filter((part) => part !== "").join("\n"), SEARCH_TEXT_CHARS)
+  const lexicalText = [decision.title, truncate(newestInputs.join("\n"), LEXICAL_PART_CHARS), truncate(answerText, LEXICAL_PART_CHARS), ...findings]
+    .filter((part) => part !== "").join("\n")
   const sources = new Map<string, EvidenceSource>()
   for (const evidence of asArray(decision.derivation?.evidence)) {
     const source = sourceOf(evidence)
@@ -111,6 +117,7 @@ export const analyseDecision = (decision: BuiltDecision): DecisionAnalysis => {
   return {
     decision,
     searchText,
+    lexicalText,
     vector: localVector(searchText),
     signature: callSignature(newestInputs.join("\n"), answerText),
     inputPrints: fingerprints(newestInputs),

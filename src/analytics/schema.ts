@@ -122,10 +122,21 @@ export type GraphParams = typeof GraphParams.Type
 // ---------------------------------------------------------------------------------------------------------
 // Similar decisions
 
+/** What a text search found a decision by: the query as written, as a phrase, every word of it, or meaning alone. */
+export const SimilarMatch = Schema.Literals(["exact", "phrase", "all_terms", "meaning"])
+export type SimilarMatch = typeof SimilarMatch.Type
+
 export const SimilarDecision = Schema.Struct({
   ...DecisionSummary.fields,
-  /** cosine similarity of the two representations, in [0,1] */
+  /**
+   * The calibrated score, in [0,1]. A text search: 0.95–1 when the decision holds the query as written, 0.9–0.95 as
+   * a phrase (its words in order, stemmed), 0.5–0.89 when it holds every word of it, below that the similarity alone
+   * (at most 0.89). A search by `ledger_id`: the similarity.
+   */
   score: Schema.Number,
+  /** cosine similarity of the two vectors (model embeddings when both have them, local hashed vectors otherwise), in [0,1] */
+  similarity: Schema.Number,
+  match: SimilarMatch,
   /** search terms (stemmed) the two texts share */
   shared_terms: Schema.Array(Schema.String)
 })
@@ -135,7 +146,10 @@ export const SimilarResult = Schema.Struct({
   query: Schema.Struct({ text: Schema.NullOr(Schema.String), ledger_id: Schema.NullOr(Schema.String) }),
   /** `local` (hashed word/trigram vectors) or `embeddings:<model>` */
   representation: Schema.String,
-  /** how candidates were found: `pgvector` (nearest neighbours), `full_text` (rarest shared terms), `recent` (only common terms: the latest matching decisions) */
+  /**
+   * how candidates by meaning were found: `pgvector` (nearest neighbours), `full_text` (rarest shared terms), `recent`
+   * (only common terms: the latest matching decisions); decisions holding every word of a text query are candidates too
+   */
   candidates: Schema.Literals(["pgvector", "full_text", "recent"]),
   min_score: Schema.Number,
   data: Schema.Array(SimilarDecision)
@@ -157,7 +171,9 @@ export const SimilarParams = Schema.Struct({
   )),
   min_score: Schema.optional(describe(
     Schema.Finite.check(Schema.isBetween({ minimum: 0, maximum: 1 })),
-    "Only results scoring at least this (0–1, default 0.3); 0.6 and above reads as a near-duplicate."
+    "Only results scoring at least this (0–1, default 0.3). Text search: ≥ 0.95 holds the query as written, ≥ 0.9 as a phrase, " +
+      "≥ 0.5 holds all its words; below, similarity by meaning (0.3 clears all but about 1 % of unrelated decisions). " +
+      "By ledger_id: similarity, 0.6 and above reads as a near-duplicate."
   ))
 })
 export type SimilarParams = typeof SimilarParams.Type
@@ -329,6 +345,7 @@ export const Insight = Schema.Struct({
   title: Schema.String,
   /** the figures behind it, including the thresholds of the rule that fired */
   evidence: Schema.Record(Schema.String, Schema.Unknown),
+  /** the window the insight is about, [window_start, window_end): an hour, a day, a loop's first call to just after its last */
   window_start: Schema.String,
   window_end: Schema.String,
   agent_ids: Schema.Array(Schema.String),
@@ -350,7 +367,7 @@ export const InsightListParams = Schema.Struct({
   severities: Schema.optional(describe(Schema.Array(Severity), "Only insights of these severities.")),
   agent_id: Schema.optional(describe(AgentId, "Only insights concerning this agent.")),
   session_id: Schema.optional(describe(LedgerUuid, "Only insights concerning this session.")),
-  since: Schema.optional(describe(IsoDateTime, "Only insights whose window ends at or after this time.")),
+  since: Schema.optional(describe(IsoDateTime, "Only insights whose window overlaps [since, until): it ends after this time.")),
   until: Schema.optional(describe(IsoDateTime, "Only insights whose window starts before this time.")),
   ...pageParams
 })
@@ -379,7 +396,7 @@ export const Delta = Schema.Struct({
 })
 
 export const PulseReport = Schema.Struct({
-  period: Schema.Struct({ kind: Schema.Literals(["day", "week", "range"]), start: Schema.String, end: Schema.String }),
+  period: Schema.Struct({ kind: Schema.Literals(["day", "week", "month", "range"]), start: Schema.String, end: Schema.String }),
   previous_period: Schema.Struct({ start: Schema.String, end: Schema.String }),
   totals: PulseTotals,
   previous_totals: PulseTotals,
@@ -413,10 +430,11 @@ export type PulseReport = typeof PulseReport.Type
 
 export const PulseParams = Schema.Struct({
   period: Schema.optional(describe(
-    Schema.Literals(["day", "week", "range"]),
-    "`day` (default) or `week` (Monday–Sunday, UTC) containing `date`; `range`: from `since` to `until`."
+    Schema.Literals(["day", "week", "month", "range"]),
+    "`day` (default), `week` (Monday–Sunday) or `month` (UTC) containing `date`; `range`: from `since` to `until`. " +
+      "An insight is listed in every period its window overlaps."
   )),
-  date: Schema.optional(describe(IsoDateTime, "A time inside the day or week to report (default now).")),
+  date: Schema.optional(describe(IsoDateTime, "A time inside the day, week or month to report (default now).")),
   since: Schema.optional(describe(IsoDateTime, "range: start (inclusive).")),
   until: Schema.optional(describe(IsoDateTime, "range: end (exclusive)."))
 })

@@ -22,12 +22,23 @@ export const graphText = (graph: GraphResult): string => {
   return lines.join("\n")
 }
 
+const MATCHED: Record<SimilarResult["data"][number]["match"], string> = {
+  exact: ", holds the text",
+  phrase: ", holds the phrase",
+  all_terms: ", holds every word",
+  meaning: ""
+}
+
 export const similarText = (result: SimilarResult): string =>
   result.data.length === 0
     ? `No decision scores ≥ ${result.min_score} (${result.representation} vectors, ${result.candidates} candidates).`
     : [
       `Similar decisions (${result.representation} vectors, ${result.candidates} candidates, score ≥ ${result.min_score}):`,
-      ...result.data.map((d) => `${decisionLine(d)} — score ${d.score.toFixed(2)}${d.shared_terms.length > 0 ? ` (shares ${d.shared_terms.slice(0, 6).join(", ")})` : ""}`)
+      ...result.data.map((d) =>
+        `${decisionLine(d)} — score ${d.score.toFixed(2)}${MATCHED[d.match]}${
+          d.shared_terms.length > 0 ? ` (shares ${d.shared_terms.slice(0, 6).join(", ")})` : ""
+        }`
+      )
     ].join("\n")
 
 export const featureLine = (f: Feature): string =>

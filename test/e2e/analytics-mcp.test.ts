@@ -139,7 +139,7 @@ describe("analytics tools over MCP", () => {
         yield* refused("get_feature", { feature_id: "00000000-0000-8000-8000-000000000000" }, /not found/)
         yield* refused("list_feature_merge_suggestions", { min_score: -1 }, /min_score/)
         yield* refused("list_insights", { types: ["meltdown"] }, /types/)
-        yield* refused("get_pulse_report", { period: "month" }, /period/)
+        yield* refused("get_pulse_report", { period: "year" }, /period/)
         yield* refused("get_pulse_report", { period: "range", since: "2025-11-04T00:00:00Z" }, /until/)
         yield* refused("get_pulse_report", { date: "yesterday" }, /date/)
       }))

@@ -11,7 +11,7 @@ export const BATCH_SIZE = 200
 /** How far before the cursor the late-commit sweep looks: longer than any builder transaction lasts. */
 const COMMIT_OVERLAP = "30 seconds"
 
-const BUILT_COLUMNS = `d.ledger_id::text AS ledger_id, d.session_id::text AS session_id, d.agent_id, d.execution_id,
+export const BUILT_COLUMNS = `d.ledger_id::text AS ledger_id, d.session_id::text AS session_id, d.agent_id, d.execution_id,
   d.created_at, d.built_at, d.provider, d.model, d.title, d.intent, d.outcome, d.cost_usd, d.quality, d.latency_ms, d.status,
   coalesce((d.usage->>'total_tokens')::int, 0) AS total_tokens,
   coalesce((d.usage->>'completion_tokens')::int, 0) AS completion_tokens,
@@ -54,3 +54,13 @@ export const readLateBatch = Effect.gen(function*() {
     ORDER BY d.built_at, d.ledger_id
     LIMIT ${BATCH_SIZE}`
 })
+
+/** Decisions by id, one key probe each (the background embedder reads its rows' texts with it). */
+export const readDecisions = (ids: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    if (ids.length === 0) return []
+    const sql = yield* ScopedSql
+    return yield* sql<BuiltDecision>`
+      SELECT x.* FROM unnest(${ids}::uuid[]) AS q(id)
+      CROSS JOIN LATERAL (SELECT ${sql.literal(BUILT_COLUMNS)} FROM decisions d WHERE d.ledger_id = q.id LIMIT 1) x`
+  })

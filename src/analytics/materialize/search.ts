@@ -1,26 +1,30 @@
-/** Search rows of fresh decisions: their documents and vectors, the postings and the per-workspace term counts. */
-import { Effect, Option } from "effect"
+/**
+ * Search rows of fresh decisions: their lexical documents and local vectors, the postings and the per-workspace term
+ * counts. Model embeddings are added later, in the background (`Embedder.ts`).
+ */
+import { Effect } from "effect"
 import { ScopedSql } from "../../store/TenantSql.ts"
 import type { DecisionAnalysis } from "../analyse.ts"
 import type { WorkspaceScope } from "../../domain/principal.ts"
 
+/** The lexical index's text search configuration: English stems, no stopwords (migration 0015). */
+export const LEXICAL_CONFIG = "ledger_english"
+
 /** Inserts the search rows; yields the decisions that were not materialised before (the batch's real work). */
 export const insertSearchRows = (
   scope: WorkspaceScope,
-  analyses: ReadonlyArray<DecisionAnalysis>,
-  embeddings: Option.Option<{ readonly model: string; readonly vectors: ReadonlyArray<ReadonlyArray<number>> }>
+  analyses: ReadonlyArray<DecisionAnalysis>
 ) =>
   Effect.gen(function*() {
     const sql = yield* ScopedSql
-    const records = analyses.map((a, i) => ({
+    const records = analyses.map((a) => ({
       ledger_id: a.decision.ledger_id,
       session_id: a.decision.session_id,
       agent_id: a.decision.agent_id,
       created_at: a.decision.created_at.toISOString(),
-      search_text: a.searchText,
+      lexical_text: a.lexicalText,
       local_vector: a.vector,
-      embedding: Option.match(embeddings, { onNone: () => null, onSome: (e) => e.vectors[i] }),
-      embedding_model: Option.match(embeddings, { onNone: () => null, onSome: (e) => e.model }),
+      model: `${a.decision.provider}/${a.decision.model}`,
       call_signature: a.signature
     }))
     // one JSON parameter: no parameter limit, and nullable columns need no array type inference. The postings and
@@ -30,12 +34,11 @@ export const insertSearchRows = (
     const rows = yield* sql<{ ledger_id: string }>`
       WITH fresh AS (
         INSERT INTO decision_search (ledger_id, tenant_id, workspace_id, session_id, agent_id, created_at, document,
-          local_vector, embedding, embedding_model, call_signature)
+          local_vector, model, call_signature)
         SELECT t.ledger_id, ${tenant_id}::uuid, ${workspace_id}::uuid, t.session_id, t.agent_id, t.created_at,
-          to_tsvector('english', t.search_text), t.local_vector, t.embedding, t.embedding_model, t.call_signature
+          to_tsvector(${LEXICAL_CONFIG}::regconfig, t.lexical_text), t.local_vector, t.model, t.call_signature
         FROM jsonb_to_recordset(${JSON.stringify(records)}::jsonb) AS t(ledger_id uuid, session_id uuid, agent_id text,
-          created_at timestamptz, search_text text, local_vector real[], embedding real[], embedding_model text,
-          call_signature text)
+          created_at timestamptz, lexical_text text, local_vector real[], model text, call_signature text)
         ON CONFLICT (ledger_id) DO NOTHING
         RETURNING ledger_id, created_at, document
       ), postings AS (
