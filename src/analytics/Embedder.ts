@@ -5,8 +5,8 @@
  *
  * Per workspace it follows the search rows in materialisation order (`decision_search.seq`) from its own cursor
  * (`analytics_progress.embedded_seq`, kept with the model it embedded for: another model starts over). While the model
- * is away the fiber waits with backoff and resumes where it stopped; a decision the model refuses on its own (the
- * rest of its batch embedded) keeps its local vector and is passed.
+ * is away the fiber waits with backoff and resumes where it stopped; a decision the model refuses (a 4xx answer to
+ * it alone) keeps its local vector and is passed.
  */
 import { Context, Effect, Layer, Metric, Option } from "effect"
 import { LedgerConfig } from "../config/LedgerConfig.ts"
@@ -30,7 +30,7 @@ const decisionsEmbedded = Metric.counter("ledger_analytics_decisions_embedded_to
   incremental: true
 })
 const decisionsNotEmbedded = Metric.counter("ledger_analytics_embeddings_refused_total", {
-  description: "Decisions the embeddings model refused on their own; they keep their local vectors",
+  description: "Decisions the embeddings model refused (a 4xx to them alone); they keep their local vectors",
   incremental: true
 })
 
@@ -61,18 +61,21 @@ export class Embedder extends Context.Service<Embedder, {
           return rows.map((row) => ({ ...row, text: texts.get(row.ledger_id) ?? "" }))
         })
 
-      /** Embeds a batch; when the call fails, each row alone: the model is away only if every one fails. */
+      /**
+       * Embeds a batch; when the call fails, each row alone: a row the model refuses (a 4xx) is passed, any other
+       * failure means the model is away and the batch waits.
+       */
       const embedBatch = (texts: ReadonlyArray<string>) =>
         models.embed(texts).pipe(
           Effect.map((vectors): Array<Array<number> | null> => vectors),
           Effect.catch((error) =>
-            texts.length === 1
+            texts.length === 1 && error.refused !== true
               ? Effect.fail(error)
-              : Effect.forEach(texts, (text) => models.embed([text]).pipe(Effect.map(([vector]) => vector ?? null), Effect.option)).pipe(
-                Effect.flatMap((each) =>
-                  each.every(Option.isNone) ? Effect.fail(error) : Effect.succeed(each.map((vector) => Option.getOrNull(vector)))
-                )
-              )
+              : Effect.forEach(texts, (text) =>
+                models.embed([text]).pipe(
+                  Effect.map(([vector]) => vector ?? null),
+                  Effect.catch((single) => (single.refused === true ? Effect.succeed(null) : Effect.fail(single)))
+                ))
           )
         )
 
@@ -100,34 +103,33 @@ export class Embedder extends Context.Service<Embedder, {
           return rows.length
         })
 
-      const round = Effect.gen(function*() {
-        if (Option.isNone(models.embeddingsModel)) return 0
-        const model = models.embeddingsModel.value
-        let total = 0
-        for (const scope of yield* workspaces) {
-          if (!(yield* claimWorkspace(tenantSql, scope))) continue
-          for (let i = 0; i < BATCHES_PER_ROUND; i++) {
-            const read = yield* batch(scope, model)
-            total += read
-            if (read < BATCH) break
+      /**
+       * Batches of each workspace until caught up (at most `batches` each); a workspace whose model call fails is left
+       * for later and the others go on; the first failure is returned after them.
+       */
+      const pass = (batches: number) =>
+        Effect.gen(function*() {
+          if (Option.isNone(models.embeddingsModel)) return 0
+          const model = models.embeddingsModel.value
+          let total = 0
+          let failed: ModelCallFailed | undefined
+          for (const scope of yield* workspaces) {
+            if (!(yield* claimWorkspace(tenantSql, scope))) continue
+            const drained = Effect.gen(function*() {
+              for (let i = 0; i < batches; i++) {
+                const read = yield* batch(scope, model)
+                total += read
+                if (read < BATCH) return
+              }
+            })
+            yield* drained.pipe(Effect.catchTag("ModelCallFailed", (error) => Effect.sync(() => void (failed ??= error))))
           }
-        }
-        return total
-      })
+          if (failed !== undefined) return yield* failed
+          return total
+        })
 
-      const catchUp = Effect.gen(function*() {
-        if (Option.isNone(models.embeddingsModel)) return 0
-        const model = models.embeddingsModel.value
-        let total = 0
-        for (const scope of yield* workspaces) {
-          for (;;) {
-            const read = yield* batch(scope, model)
-            total += read
-            if (read < BATCH) break
-          }
-        }
-        return total
-      }).pipe(
+      const round = pass(BATCHES_PER_ROUND)
+      const catchUp = pass(Number.MAX_SAFE_INTEGER).pipe(
         Effect.catchTag("ModelCallFailed", (error) =>
           Effect.logWarning("embeddings model unavailable; decisions keep their local vectors for now", { error: error.message }).pipe(Effect.as(0))
         )

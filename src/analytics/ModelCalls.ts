@@ -12,8 +12,14 @@ import { Upstreams } from "../providers/Upstreams.ts"
 import { VECTOR_DIMENSIONS } from "./text.ts"
 
 export class ModelCallFailed extends Schema.TaggedError<ModelCallFailed>()("ModelCallFailed", {
-  message: Schema.String
+  message: Schema.String,
+  /** the model refused this input (a 4xx other than 408/429): asking again will not help */
+  refused: Schema.optional(Schema.Boolean)
 }) {}
+
+/** An answer's status that says the request itself is refused, not that the model is away. */
+class Refused extends Error {}
+const isRefusal = (status: number) => status >= 400 && status < 500 && status !== 408 && status !== 429
 
 /** A configured `provider/model`, resolved to its route. */
 interface ResolvedModel {
@@ -88,11 +94,13 @@ export class ModelCalls extends Context.Service<ModelCalls, {
             })
             const text = await response.body.text()
             if (response.statusCode < 200 || response.statusCode >= 300) {
-              throw new Error(`${route.name} answered ${response.statusCode}: ${text.slice(0, 200)}`)
+              const message = `${route.name} answered ${response.statusCode}: ${text.slice(0, 200)}`
+              throw isRefusal(response.statusCode) ? new Refused(message) : new Error(message)
             }
             return text
           },
-          catch: (error) => new ModelCallFailed({ message: error instanceof Error ? error.message : String(error) })
+          catch: (error) =>
+            new ModelCallFailed({ message: error instanceof Error ? error.message : String(error), refused: error instanceof Refused })
         })
 
       const embed = Effect.fn("ModelCalls.embed")(function*(texts: ReadonlyArray<string>) {

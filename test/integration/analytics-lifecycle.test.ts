@@ -232,6 +232,54 @@ describe("analytics lifecycle", () => {
         assert.deepStrictEqual(found, yield* findings(whole))
       }))
 
+    it.effect("a streak longer than the window a pass reads, grown over passes or split by a late decision deep inside its session, is the one one pass finds", () =>
+      Effect.gen(function*() {
+        const { pipeline } = yield* Pipeline
+        const reporter = planWorkload("planted").calls.find((c) => c.pattern === "low-quality")!
+        const t0 = WORKLOAD_START + 90 * 3_600_000
+        // letters, not digits: call signatures ignore numbers, and these must not be one repeated call (a loop)
+        const name = (n: number): string => (n < 26 ? "" : name(Math.floor(n / 26) - 1)) + String.fromCharCode(97 + (n % 26))
+        const bad = (n: number, seconds: number) =>
+          callLike(reporter, `long/b${n}`, t0 + seconds * 1_000, `Summarize the churn interview of customer ${name(n)}. [[truncate]]`)
+        const good = (key: string, seconds: number) => callLike(reporter, `long/${key}`, t0 + seconds * 1_000, "List the three largest churn reasons.")
+        // 130 low answers over three passes (the window reads 100 decisions before the new ones), then a good one and
+        // six more; then a good answer arriving late, 60 decisions into the streak: it splits the streak in two
+        const passes = [
+          Array.from({ length: 110 }, (_, n) => bad(n, n * 30)),
+          Array.from({ length: 20 }, (_, n) => bad(110 + n, (110 + n) * 30)),
+          [good("g1", 130 * 30), ...Array.from({ length: 6 }, (_, n) => bad(131 + n, (131 + n) * 30))],
+          [good("late", 60 * 30 - 10)]
+        ]
+        const workload = (calls: Array<WorkloadCall>): Workload => ({ variant: "planted", start: t0, end: t0 + 3 * 3_600_000, calls })
+        const findings = (tenant: WorkloadTenant) =>
+          pipeline.query.listInsights(tenant.principal, { types: ["low_quality_streak"] }).pipe(Effect.map((page) =>
+            page.data
+              .map((i) => ({
+                window_start: i.window_start,
+                window_end: i.window_end,
+                length: i.evidence.streak_length,
+                mean: Math.round((i.evidence.mean_quality as number) * 1000) / 1000,
+                outcomes: i.evidence.outcomes,
+                first: tenant.results.find((r) => r.ledger_id === i.ledger_ids[0])?.call.key
+              }))
+              .sort((a, b) => a.window_start.localeCompare(b.window_start))
+          ))
+        let stepwise = yield* pipeline.run(workload(passes[0]!), "long-streak")
+        let last = stepwise
+        for (const calls of passes.slice(1)) {
+          const next = yield* pipeline.run(workload(calls), "long-streak", { into: stepwise.tenant })
+          last = { ...next, results: [...last.results, ...next.results] }
+          if (calls === passes[1]) {
+            // one streak of 130, continued from its insight
+            assert.deepStrictEqual((yield* findings(last)).map((f) => [f.first, f.length]), [["long/b0", 130]])
+          }
+        }
+        const whole = yield* pipeline.run(workload(passes.flat()), "long-streak-one-pass")
+        const found = yield* findings(last)
+        assert.deepStrictEqual(found.map((f) => [f.first, f.length]), [["long/b0", 60], ["long/b60", 70], ["long/b131", 6]])
+        assert.deepStrictEqual(found, yield* findings(whole))
+      }))
+
     it.effect("an idle agent is reported once per silent spell, its idle time brought up to date at most hourly", () =>
       Effect.gen(function*() {
         const { pipeline } = yield* Pipeline

@@ -1,11 +1,12 @@
 /**
  * Analytics with models configured (LEDGER_EMBEDDINGS_MODEL, LEDGER_SUMMARY_MODEL), called through the gateway's
- * provider routes against the fake providers: decisions get real (fake-model) embeddings and similarity search uses
- * them; sessions get model-written summaries; when the embeddings call fails, decisions keep their local vectors.
+ * provider routes against the fake providers: decisions get real (fake-model) embeddings — from the background
+ * embedder — and similarity search uses them; sessions get model-written summaries; a decision the embeddings model
+ * refuses keeps its local vector, and while the model is away decisions are still found by their words.
  */
 import { assert, describe, layer } from "@effect/vitest"
 import { Context, Effect, Layer, Option, Redacted } from "effect"
-import { type WorkloadPipeline, workloadPipeline } from "../../bench/workload/pipeline.ts"
+import { type WorkloadPipeline, workloadPipeline, type WorkloadTenant } from "../../bench/workload/pipeline.ts"
 import { planWorkload, type Workload, type WorkloadCall } from "../../bench/workload/scenario.ts"
 import { defaultAnalyticsSettings } from "../../src/config/LedgerConfig.ts"
 import { ScopedSql, TenantSql } from "../../src/store/TenantSql.ts"
@@ -92,27 +93,36 @@ describe("analytics with an embeddings model and a summary model", () => {
         assert.isAtLeast(chat.length, rows.length)
       }))
 
-    it.effect("a failed embeddings call leaves local vectors; nothing is lost", () =>
+    it.effect("a decision the model refuses keeps its local vector and the rest are embedded; while the model is away nothing waits", () =>
       Effect.gen(function*() {
         const { pipeline } = yield* Fixture
-        // the fake embeddings endpoint fails on an input carrying [[embeddings-error:503]]
-        const poison: WorkloadCall = {
-          ...planWorkload("planted").calls.find((c) => c.pattern === "paraphrase")!,
-          key: "embeddings-error",
-          messages: [{ role: "user", content: "Summarize the release notes of the mobile app. [[embeddings-error:503]]" }]
-        }
-        const tenant = yield* pipeline.run(smallWorkload([poison]), "fallback")
         const tenantSql = Context.get(pipeline.stack.context, TenantSql)
-        const [row] = yield* tenantSql.read(tenant.principal, ScopedSql.use((sql) =>
-          sql<{ n: number; local: number }>`SELECT count(*)::int AS n, count(*) FILTER (WHERE embedding IS NULL)::int AS local
-            FROM decision_search`
-        ))
-        // every decision stays searchable; the batch whose embeddings call failed keeps its local vectors (how the
-        // builder splits decisions into batches depends on timing, so other batches may have real embeddings)
-        assert.strictEqual(row!.n, tenant.results.length)
-        assert.isAtLeast(row!.local, 1)
-        const found = yield* pipeline.query.searchSimilarDecisions(tenant.principal, { ledger_id: tenant.ledgerIds("paraphrase")[0]! })
-        assert.isAbove(found.data.length, 0)
+        // the fake embeddings endpoint fails with status N on an input carrying [[embeddings-error:N]]
+        const poison = (key: string, status: number): WorkloadCall => ({
+          ...planWorkload("planted").calls.find((c) => c.pattern === "paraphrase")!,
+          key,
+          messages: [{ role: "user", content: `Summarize the release notes of the mobile app. [[embeddings-error:${status}]]` }]
+        })
+        const state = (tenant: WorkloadTenant) =>
+          tenantSql.read(tenant.principal, ScopedSql.use((sql) =>
+            sql<{ n: number; local: number; poison_local: boolean }>`SELECT count(*)::int AS n,
+              count(*) FILTER (WHERE embedding IS NULL)::int AS local,
+              bool_and(embedding IS NULL) FILTER (WHERE ledger_id = ${tenant.ledgerIds("poison")[0]!}::uuid) AS poison_local
+              FROM decision_search`
+          )).pipe(Effect.map((rows) => rows[0]!))
+
+        // refused (400): passed, with its local vector; every other decision is embedded
+        const refused = yield* pipeline.run(smallWorkload([poison("poison", 400)]), "refused")
+        assert.deepStrictEqual(yield* state(refused), { n: refused.results.length, local: 1, poison_local: true })
+
+        // away (503): the embedder waits (its cursor stays); every decision is materialised and found by its words
+        const away = yield* pipeline.run(smallWorkload([poison("poison", 503)]), "away")
+        const waiting = yield* state(away)
+        assert.strictEqual(waiting.n, away.results.length)
+        assert.isTrue(waiting.poison_local)
+        const found = yield* pipeline.query.searchSimilarDecisions(away.principal, { text: "release notes of the mobile app" })
+        assert.strictEqual(found.data[0]?.ledger_id, away.ledgerIds("poison")[0]!)
+        assert.strictEqual(found.data[0]?.match, "exact")
       }))
   })
 })
