@@ -15,6 +15,7 @@ import { ScopedSql, TenantSql } from "../store/TenantSql.ts"
 import { sessionIdsOf } from "../store/sessionAliases.ts"
 import { agentNetwork, traverse } from "./Graph.ts"
 import { ModelCalls } from "./ModelCalls.ts"
+import { toUtc } from "../query/paramChecks.ts"
 import { periodOf, pulseFigures, windowOverlaps } from "./Pulse.ts"
 import { computeRoi, type RoiSettings, workspaceRoiSettings } from "./Roi.ts"
 import { FEATURE_QUIET_HOURS, LINKING_RULE, MERGE_RULE, STATUS_RULE, SUCCESS_OUTCOMES } from "./rules.ts"
@@ -65,8 +66,15 @@ const START_TYPES: Record<typeof START_PARAMS[number], NodeType> = {
 const invalid = (param: string, message: string) => new BadRequest({ param, message: `${param}: ${message}` })
 
 /** Checks parameters against their schema (every surface gets the same checks; unknown fields are ignored). */
+/** The time parameters of the analytics tools: a time without an offset is UTC, as in the decision lists. */
+const TIME_PARAMS = ["since", "until", "date", "as_of"] as const
+
 const checked = <S extends Schema.Codec<any, any, never, never>>(schema: S, params: unknown): Effect.Effect<S["Type"], BadRequest> =>
   Schema.decodeUnknownEffect(schema)(params).pipe(
+    Effect.map((decoded: Record<string, unknown>) => {
+      const times = TIME_PARAMS.filter((key) => typeof decoded[key] === "string")
+      return times.length === 0 ? decoded : { ...decoded, ...Object.fromEntries(times.map((key) => [key, toUtc(decoded[key] as string)])) }
+    }),
     Effect.mapError((error) => new BadRequest({ message: error.message.replace(/\s*\n\s*/g, " ") }))
   )
 
@@ -98,8 +106,10 @@ const SUCCESS: ReadonlySet<string> = new Set(SUCCESS_OUTCOMES)
 
 /** STATUS_RULE applied to one feature. */
 const statusOf = (row: Pick<FeatureRow, "last_at" | "last_outcome">, asOf: Date): { status: FeatureStatus; reason: string } => {
-  const quietHours = round((asOf.getTime() - row.last_at.getTime()) / HOUR_MS, 1)
-  if (quietHours < FEATURE_QUIET_HOURS) {
+  const quiet = (asOf.getTime() - row.last_at.getTime()) / HOUR_MS
+  // the rule on the exact time (as the status filter and the pulse apply it), rounded only for the reason
+  const quietHours = round(quiet, 1)
+  if (quiet < FEATURE_QUIET_HOURS) {
     return { status: "in_progress", reason: `last activity ${Math.max(0, quietHours)} h before as_of (< ${FEATURE_QUIET_HOURS} h)` }
   }
   return SUCCESS.has(row.last_outcome)

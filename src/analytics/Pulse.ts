@@ -61,6 +61,14 @@ export const windowOverlaps = (sql: ScopedSql["Service"], start: string | undefi
 
 const round = (value: number, digits: number) => Math.round(value * 10 ** digits) / 10 ** digits
 
+/**
+ * Sessions that had activity in [start, end): [started_at, ended_at] overlaps it; one that ends the instant the period
+ * starts (a last answer at midnight) is the previous period's, unless it is a single instant there.
+ */
+const sessionOverlaps = (sql: ScopedSql["Service"], start: Date, end: Date) =>
+  sql`started_at < ${end.toISOString()}::timestamptz
+    AND (ended_at > ${start.toISOString()}::timestamptz OR started_at >= ${start.toISOString()}::timestamptz)`
+
 const ceilHour = (at: Date) => new Date(Math.ceil(at.getTime() / HOUR_MS) * HOUR_MS)
 const floorHour = (at: Date) => new Date(Math.floor(at.getTime() / HOUR_MS) * HOUR_MS)
 
@@ -120,7 +128,7 @@ const totalsOf = (sql: ScopedSql["Service"], principal: Principal, rows: Readonl
       SELECT count(DISTINCT session_id)::int AS n FROM ${
       principal.role === "restricted"
         ? sql`decisions WHERE created_at >= ${start.toISOString()}::timestamptz AND created_at < ${end.toISOString()}::timestamptz`
-        : sql`sessions WHERE ended_at >= ${start.toISOString()}::timestamptz AND started_at < ${end.toISOString()}::timestamptz`
+        : sql`sessions WHERE ${sessionOverlaps(sql, start, end)}`
     }`
     const decisions = row.decisions
     return {
@@ -172,7 +180,7 @@ export const pulseFigures = (principal: Principal, period: PulsePeriod, now: Dat
           GROUP BY session_id`
         : sql`SELECT session_id::text AS session_id, agent_id, started_at, ended_at, decision_count::int AS decision_count,
             total_cost_usd, summary FROM sessions
-          WHERE ended_at >= ${period.start.toISOString()}::timestamptz AND started_at < ${period.end.toISOString()}::timestamptz`
+          WHERE ${sessionOverlaps(sql, period.start, period.end)}`
     } ORDER BY total_cost_usd DESC, session_id LIMIT ${COSTLY_SESSIONS}`
 
     const reasons: Array<string> = []

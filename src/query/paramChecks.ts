@@ -24,7 +24,7 @@ export const checkOptional = <S extends Checkable>(schema: S, name: string, valu
   value === undefined ? Effect.succeed(undefined) : checkRequired(schema, name, value)
 
 /** A checked ISO 8601 time as UTC: a time without an offset is UTC, whatever the server's time zone. */
-const toUtc = (iso: string | undefined) => {
+export const toUtc = (iso: string | undefined) => {
   if (iso === undefined) return undefined
   const explicitZone = /(?:Z|[+-]\d{2}:?\d{2})$/i.test(iso) || !/[T ]\d/i.test(iso)
   const utc = new Date(explicitZone ? iso : `${iso}Z`)

@@ -116,6 +116,13 @@ describe("analytics tools over MCP", () => {
         const pulse = yield* call("get_pulse_report", { period: "week", date: "2025-11-04T00:00:00Z" })
         assert.strictEqual((pulse.structuredContent as any).totals.decisions, planted.results.length)
         assert.include(textOf(pulse), "New insights (7)")
+        // a time without an offset is UTC, whatever the server's time zone (Node reads TZ as it changes)
+        const zone = process.env.TZ
+        process.env.TZ = "Europe/Berlin"
+        const day = yield* call("get_pulse_report", { date: "2025-11-05T00:30:00" }).pipe(
+          Effect.ensuring(Effect.sync(() => zone === undefined ? delete process.env.TZ : (process.env.TZ = zone)))
+        )
+        assert.strictEqual((day.structuredContent as any).period.start, "2025-11-05T00:00:00.000Z")
       }))
 
     it.effect("invalid arguments are refused with an actionable message", () =>
