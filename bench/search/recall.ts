@@ -6,7 +6,7 @@
  * (0.3) means for decisions that do not hold the query: the share of them whose similarity by meaning (the local
  * vectors) clears it.
  *
- *   npx node bench/search/recall.ts [--decisions 1000] [--seed 1]
+ *   npx node bench/search/recall.ts [--decisions 1000] [--searches 1000] [--seed 1]
  *
  * The corpus is the same for a given seed (a seeded generator): run it on two checkouts to compare them. Decisions
  * are seeded straight into a fresh local PostgreSQL database as the builder writes them, then materialised by the
@@ -29,8 +29,12 @@ import { capture, completion, request } from "../../test/fixtures/captures/index
 import { insertDecisions, seedDecision } from "../../test/support/seed.ts"
 import { workloadPipeline } from "../workload/pipeline.ts"
 
-const { values } = parseArgs({ options: { decisions: { type: "string", default: "1000" }, seed: { type: "string", default: "1" } } })
+const { values } = parseArgs({
+  options: { decisions: { type: "string", default: "1000" }, searches: { type: "string", default: "1000" }, seed: { type: "string", default: "1" } }
+})
 const DECISIONS = Number(values.decisions)
+/** Phrases searched: the first this many (every decision's, at the default size). */
+const SEARCHES = Number(values.searches)
 
 /** mulberry32: a small seeded generator, so two checkouts get the same corpus. */
 const generator = (seed: number) => () => {
@@ -95,29 +99,31 @@ const program = Effect.gen(function*() {
   const principal = yield* authenticator.authenticate(owner.pat, "pat")
   const scope = { tenant_id: principal.tenant_id, workspace_id: principal.workspace_id, user_id: principal.user_id, key_id: Crypto.randomUUID() }
 
-  // the corpus: unique phrases, none of which another decision holds word for word
-  const planted: Array<{ phrase: string; ledger_id: string; text: string; capture: ReturnType<typeof capture> }> = []
-  const phrases = new Set<string>()
+  // the corpus: unique phrases, each held by its own decision only (a phrase that another decision's text also holds,
+  // say in its filler, is replaced)
+  type Planted = { phrase: string; ledger_id: string; text: string; capture: ReturnType<typeof capture> }
   const start = Date.UTC(2026, 10, 2, 8)
-  while (planted.length < DECISIONS) {
-    const phrase = Array.from({ length: 2 + Math.floor(random() * 3) }, () => pick(WORDS)).join(" ")
-    if (phrases.has(phrase)) continue
+  const phrases = new Set<string>()
+  const entry = (index: number): Planted => {
+    let phrase: string
+    do phrase = Array.from({ length: 2 + Math.floor(random() * 3) }, () => pick(WORDS)).join(" ")
+    while (phrases.has(phrase))
     phrases.add(phrase)
     const inAnswer = random() < 0.5
     const ask = sentences(ASKS, 2 + Math.floor(random() * 3))
     const answer = sentences(ANSWERS, 3 + Math.floor(random() * 4))
     const askText = inAnswer ? ask.join(" ") : plant(ask, phrase)
     const answerText = inAnswer ? plant(answer, phrase) : answer.join(" ")
-    const at = start + planted.length * 60_000
+    const at = start + index * 60_000
     const ledger_id = uuidv7(at)
-    planted.push({
+    return {
       phrase,
       ledger_id,
-      text: `${askText}\n${answerText}`,
+      text: `${askText}\n${answerText}`.toLowerCase(),
       capture: capture({
         ...scope,
         ledger_id,
-        agent_id: `agent-${planted.length % 7}`,
+        agent_id: `agent-${index % 7}`,
         agent_name: null,
         request: request([{ role: "system", content: pick(SYSTEMS) }, { role: "user", content: askText }]),
         response: completion({ content: answerText }),
@@ -126,13 +132,20 @@ const program = Effect.gen(function*() {
         first_token_at: at + 400,
         ended_at: at + 1_800
       })
-    })
+    }
   }
-  // a phrase another decision also holds, in order, is not one decision's own: none is kept that way
-  const lowered = planted.map((p) => p.text.toLowerCase())
-  const own = planted.filter((p, i) => lowered.every((text, j) => j === i || !text.includes(p.phrase)))
+  const generated = Array.from({ length: DECISIONS }, (_, i) => entry(i))
+  const planted = generated.filter((p, i) => generated.every((other, j) => j === i || !other.text.includes(p.phrase)))
+  const replaced = DECISIONS - planted.length
+  for (let i = DECISIONS; planted.length < DECISIONS; i++) {
+    const candidate = entry(i)
+    if (planted.every((p) => !p.text.includes(candidate.phrase) && !candidate.text.includes(p.phrase))) planted.push(candidate)
+  }
 
-  const rows = planted.map((p) => seedDecision(p.capture, uuidv7(start)))
+
+  // sessions of 20 decisions, as an agent's working sessions are
+  const sessions = Array.from({ length: Math.ceil(planted.length / 20) }, (_, n) => uuidv7(start + n * 20 * 60_000))
+  const rows = planted.map((p, i) => seedDecision(p.capture, sessions[Math.floor(i / 20)]!))
   for (let i = 0; i < rows.length; i += 500) yield* insertDecisions(rows.slice(i, i + 500)).pipe(Effect.provideService(TenantSql, tenantSql))
   const materialiseStarted = performance.now()
   yield* materializer.catchUp
@@ -143,7 +156,8 @@ const program = Effect.gen(function*() {
   let cleared = 0
   const latencies: Array<number> = []
   const misses: Array<string> = []
-  for (const p of own) {
+  const searched = planted.slice(0, SEARCHES)
+  for (const p of searched) {
     const started = performance.now()
     const result = yield* query.searchSimilarDecisions(principal, { text: p.phrase })
     latencies.push(performance.now() - started)
@@ -157,7 +171,7 @@ const program = Effect.gen(function*() {
   const vectors = yield* tenantSql.read(principal, ScopedSql.use((sql) => sql<{ ledger_id: string; v: Array<number> }>`
     SELECT ledger_id::text AS ledger_id, local_vector AS v FROM decision_search`))
   const unrelated: Array<number> = []
-  for (const p of own.slice(0, 200)) {
+  for (const p of planted.slice(0, 200)) {
     const q = localVector(p.phrase)
     for (const row of vectors) if (row.ledger_id !== p.ledger_id) unrelated.push(similarity(q, row.v))
   }
@@ -168,8 +182,8 @@ const program = Effect.gen(function*() {
 
   console.log([
     "",
-    `decisions planted: ${planted.length} (materialised: ${stored!.n}, in ${(materialiseMs / 1000).toFixed(1)} s); phrases held by one decision only: ${own.length}`,
-    `ranked first with default settings: ${first} / ${own.length} = ${pct(first / own.length)}; returned at all: ${pct(cleared / own.length)}`,
+    `decisions planted: ${planted.length}, each phrase held by its decision only (${replaced} replaced for that); materialised: ${stored!.n}, in ${(materialiseMs / 1000).toFixed(1)} s`,
+    `ranked first with default settings: ${first} / ${searched.length} = ${pct(first / searched.length)}; returned at all: ${pct(cleared / searched.length)}`,
     `search latency ms: p50 ${at(0.5)}, p95 ${at(0.95)}, p99 ${at(0.99)}`,
     `similarity of unrelated decisions (local vectors, ${unrelated.length} pairs): p50 ${unrelated[Math.floor(unrelated.length / 2)]!.toFixed(3)}, ` +
     `p99 ${unrelated[Math.floor(unrelated.length * 0.99)]!.toFixed(3)}; share ≥ 0.3: ${pct(share(0.3))}, ≥ 0.2: ${pct(share(0.2))}`,

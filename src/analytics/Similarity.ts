@@ -11,7 +11,8 @@
  *   decision itself, so a decision is found by its words the moment it is visible.
  *
  * Scores are calibrated in tiers (SimilarDecision.score in schema.ts):
- * - 0.95–1: the decision holds the query's text as written (case and spacing aside); 0.95 + 0.05 × similarity;
+ * - 0.95–1: the decision holds the query's text as written (a query of several words; case and spacing aside);
+ *   0.95 + 0.05 × similarity;
  * - 0.9–0.95: it holds the query as a phrase — every word of it in order, as the lexical index matches them
  *   (lowercase, English stems: "providers depend" for "provider depends"); 0.9 + 0.05 × similarity;
  * - 0.5–0.89: it holds every word of the query, not in that order; 0.5 + 0.39 × similarity;
@@ -26,7 +27,7 @@ import { ScopedSql } from "../store/TenantSql.ts"
 import { currentSessionId } from "../store/sessionAliases.ts"
 import { analyseDecision, type BuiltDecision } from "./analyse.ts"
 import { BUILT_COLUMNS } from "./materialize/cursor.ts"
-import { LEXICAL_CONFIG } from "./materialize/search.ts"
+import { LEXICAL_CONFIG, UNPOSTED_LEXEMES } from "./materialize/search.ts"
 import type { SimilarDecision, SimilarMatch, SimilarResult } from "./schema.ts"
 import { localVector, similarity } from "./text.ts"
 
@@ -40,8 +41,11 @@ const MAX_QUERY_TERMS = 12
 const MAX_LEXICAL_TERMS = 64
 /** Decisions holding every word of the query looked at, newest first. */
 const LEXICAL_CANDIDATES = 1_000
-/** A restricted member's decisions looked through for the query's words, newest first. */
-const RESTRICTED_SCAN = 20_000
+/**
+ * Decisions looked through for the query's words, newest first, when postings cannot be used: a restricted member's
+ * own, or anyone's for a query of stopwords only.
+ */
+const SCAN_WITHOUT_POSTINGS = 20_000
 /** Decisions built but not analysed yet that are looked through, newest first. */
 const UNANALYSED = 500
 /** Tier bounds of the score (see the header). */
@@ -208,8 +212,9 @@ const literalMatches = (literal: string | undefined, ids: ReadonlyArray<string>)
 
 /**
  * Decisions holding every word of the query, newest first: the rarest term's postings, each probed for the other
- * terms by key (rarest first, so a decision lacking one is passed at once). A restricted member's own decisions are
- * looked through instead (it may not read the postings).
+ * terms by key (stopwords have no postings: the documents found are matched with them in the candidates' probe). A
+ * restricted member's own decisions are looked through instead (it may not read the postings), as are the newest
+ * decisions for a query of stopwords only.
  */
 const lexicalCandidates = (query: SimilarQuery, wanted: number) =>
   Effect.gen(function*() {
@@ -219,17 +224,19 @@ const lexicalCandidates = (query: SimilarQuery, wanted: number) =>
     const terms = [...new Set((yield* sql<{ lexeme: string }>`
       SELECT lexeme FROM unnest(to_tsvector(${LEXICAL_CONFIG}::regconfig, ${query.text}))`).map((row) => row.lexeme))]
     if (terms.length === 0 || terms.length > MAX_LEXICAL_TERMS) return []
-    if (query.restricted) {
+    const posted = terms.filter((term) => !UNPOSTED_LEXEMES.has(term))
+    if (query.restricted || posted.length === 0) {
+      // the newest decisions (a restricted member's own), their documents matched one by one
       const rows = yield* sql<{ ledger_id: string }>`
-        SELECT d.ledger_id::text AS ledger_id FROM (SELECT d.ledger_id FROM decisions d ORDER BY d.created_at DESC LIMIT ${RESTRICTED_SCAN}) d
+        SELECT d.ledger_id::text AS ledger_id FROM (SELECT d.ledger_id FROM decisions d ORDER BY d.created_at DESC LIMIT ${SCAN_WITHOUT_POSTINGS}) d
         CROSS JOIN LATERAL (SELECT 1 FROM decision_search s WHERE s.ledger_id = d.ledger_id
           AND s.document @@ plainto_tsquery(${LEXICAL_CONFIG}::regconfig, ${query.text}) LIMIT 1) m
         LIMIT ${wanted}`
       return rows.map((row) => row.ledger_id)
     }
-    const counts = yield* termCounts(terms)
+    const counts = yield* termCounts(posted)
     // a term no decision has: no decision holds them all
-    if (counts.length < terms.length) return []
+    if (counts.length < posted.length) return []
     const [rarest, ...others] = counts.map((row) => row.lexeme)
     const rows = yield* sql<{ ledger_id: string }>`
       SELECT p.ledger_id::text AS ledger_id FROM search_postings p

@@ -129,8 +129,8 @@ export type SimilarMatch = typeof SimilarMatch.Type
 export const SimilarDecision = Schema.Struct({
   ...DecisionSummary.fields,
   /**
-   * The calibrated score, in [0,1]. A text search: 0.95–1 when the decision holds the query as written, 0.9–0.95 as
-   * a phrase (its words in order, stemmed), 0.5–0.89 when it holds every word of it, below that the similarity alone
+   * The calibrated score, in [0,1]. A text search: 0.95–1 when the decision holds the query (of several words) as
+   * written, 0.9–0.95 as a phrase (its words in order, stemmed; a one-word query that it holds), 0.5–0.89 when it holds every word of it, below that the similarity alone
    * (at most 0.89). A search by `ledger_id`: the similarity.
    */
   score: Schema.Number,

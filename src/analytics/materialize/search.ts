@@ -10,6 +10,19 @@ import type { WorkspaceScope } from "../../domain/principal.ts"
 /** The lexical index's text search configuration: English stems, no stopwords (migration 0015). */
 export const LEXICAL_CONFIG = "ledger_english"
 
+/**
+ * Lexemes of PostgreSQL's English stopwords under LEXICAL_CONFIG. Documents hold them (a phrase is matched with every
+ * word), but they get no postings: each is in nearly every decision, and their postings were a third of the
+ * materialiser's writes. A query of nothing else is looked for among the newest decisions instead.
+ */
+export const UNPOSTED_LEXEMES: ReadonlySet<string> = new Set(
+  ("a about abov after again against all am an and ani are as at be becaus been befor below between both but by can did " +
+    "do doe don down dure each few for from further had has have he her here herself him himself his how i if in into is " +
+    "it itself just me more most my myself no nor not now of off on onc onli or other our ourselv out over own s same she " +
+    "should so some such t than that the their them themselv then there these they this those through to too under until " +
+    "up veri was we were what when where whi which while who whom will with you your yourself yourselv").split(" ")
+)
+
 /** Inserts the search rows; yields the decisions that were not materialised before (the batch's real work). */
 export const insertSearchRows = (
   scope: WorkspaceScope,
@@ -31,6 +44,7 @@ export const insertSearchRows = (
     // term counts are written from what the insert returns: reading the new rows back by id let a planner without
     // statistics on a young table scan (and unnest) every document of the workspace, 1.3 s a batch.
     const { tenant_id, workspace_id } = scope
+    const unposted = [...UNPOSTED_LEXEMES]
     const rows = yield* sql<{ ledger_id: string }>`
       WITH fresh AS (
         INSERT INTO decision_search (ledger_id, tenant_id, workspace_id, session_id, agent_id, created_at, document,
@@ -44,10 +58,12 @@ export const insertSearchRows = (
       ), postings AS (
         INSERT INTO search_postings (tenant_id, workspace_id, lexeme, created_at, ledger_id)
         SELECT ${tenant_id}::uuid, ${workspace_id}::uuid, u.lexeme, f.created_at, f.ledger_id FROM fresh f, unnest(f.document) u
+        WHERE u.lexeme <> ALL(${unposted}::text[])
         ON CONFLICT DO NOTHING
       ), terms AS (
         INSERT INTO search_terms (tenant_id, workspace_id, lexeme, doc_count)
-        SELECT ${tenant_id}::uuid, ${workspace_id}::uuid, u.lexeme, count(*) FROM fresh f, unnest(f.document) u GROUP BY u.lexeme
+        SELECT ${tenant_id}::uuid, ${workspace_id}::uuid, u.lexeme, count(*) FROM fresh f, unnest(f.document) u
+        WHERE u.lexeme <> ALL(${unposted}::text[]) GROUP BY u.lexeme
         ON CONFLICT (tenant_id, workspace_id, lexeme) DO UPDATE SET doc_count = search_terms.doc_count + EXCLUDED.doc_count
       )
       SELECT ledger_id::text AS ledger_id FROM fresh`
