@@ -10,7 +10,8 @@
  *
  * The corpus is the same for a given seed (a seeded generator): run it on two checkouts to compare them. Decisions
  * are seeded straight into a fresh local PostgreSQL database as the builder writes them, then materialised by the
- * real materialiser; searches go through the analytics read model as a workspace member.
+ * real materialiser, and the tables analysed as the builders do; searches go through the analytics read model as a
+ * workspace member.
  */
 import { NodeRuntime } from "@effect/platform-node"
 import { Context, Effect } from "effect"
@@ -24,6 +25,7 @@ import { localVector, similarity } from "../../src/analytics/text.ts"
 import { Authenticator } from "../../src/auth/Authenticator.ts"
 import { Credentials } from "../../src/auth/Credentials.ts"
 import { uuidv7 } from "../../src/gateway/uuidv7.ts"
+import { PlannerStatistics } from "../../src/store/PlannerStatistics.ts"
 import { ScopedSql, TenantSql } from "../../src/store/TenantSql.ts"
 import { capture, completion, request } from "../../test/fixtures/captures/index.ts"
 import { insertDecisions, seedDecision } from "../../test/support/seed.ts"
@@ -150,6 +152,8 @@ const program = Effect.gen(function*() {
   const materialiseStarted = performance.now()
   yield* materializer.catchUp
   const materialiseMs = performance.now() - materialiseStarted
+  // planner statistics, as the builders keep them in a deployment (src/store/PlannerStatistics.ts)
+  yield* Context.get(pipeline.stack.context, PlannerStatistics).refresh
   const [stored] = yield* tenantSql.read(principal, ScopedSql.use((sql) => sql<{ n: number }>`SELECT count(*)::int AS n FROM decision_search`))
 
   let first = 0

@@ -225,13 +225,21 @@ const lexicalCandidates = (query: SimilarQuery, wanted: number) =>
       SELECT lexeme FROM unnest(to_tsvector(${LEXICAL_CONFIG}::regconfig, ${query.text}))`).map((row) => row.lexeme))]
     if (terms.length === 0 || terms.length > MAX_LEXICAL_TERMS) return []
     const posted = terms.filter((term) => !UNPOSTED_LEXEMES.has(term))
-    if (query.restricted || posted.length === 0) {
-      // the newest decisions (a restricted member's own), their documents matched one by one
+    if (query.restricted) {
+      // its own decisions, newest first (by the decisions' index: the search rows' policy probes each one)
       const rows = yield* sql<{ ledger_id: string }>`
         SELECT d.ledger_id::text AS ledger_id FROM (SELECT d.ledger_id FROM decisions d ORDER BY d.created_at DESC LIMIT ${SCAN_WITHOUT_POSTINGS}) d
         CROSS JOIN LATERAL (SELECT 1 FROM decision_search s WHERE s.ledger_id = d.ledger_id
           AND s.document @@ plainto_tsquery(${LEXICAL_CONFIG}::regconfig, ${query.text}) LIMIT 1) m
         LIMIT ${wanted}`
+      return rows.map((row) => row.ledger_id)
+    }
+    if (posted.length === 0) {
+      // stopwords only: the newest documents, matched one by one
+      const rows = yield* sql<{ ledger_id: string }>`
+        SELECT s.ledger_id::text AS ledger_id
+        FROM (SELECT ledger_id, document FROM decision_search ORDER BY created_at DESC LIMIT ${SCAN_WITHOUT_POSTINGS}) s
+        WHERE s.document @@ plainto_tsquery(${LEXICAL_CONFIG}::regconfig, ${query.text}) LIMIT ${wanted}`
       return rows.map((row) => row.ledger_id)
     }
     const counts = yield* termCounts(posted)
