@@ -74,6 +74,12 @@ export interface SimilarQuery {
   readonly restricted: boolean
 }
 
+/** A candidate's key and time (`created_at` as Postgres wrote it): it is probed by both. */
+interface Candidate {
+  readonly ledger_id: string
+  readonly at: string
+}
+
 interface CandidateRow extends SummaryRow {
   readonly local_vector: Array<number>
   readonly embedding: Array<number> | null
@@ -198,16 +204,16 @@ const literalOf = (text: string | undefined) => {
 }
 
 /** Of the decisions holding the phrase, those holding the query's text as written (their title, request or answer). */
-const literalMatches = (literal: string | undefined, ids: ReadonlyArray<string>) =>
+const literalMatches = (literal: string | undefined, rows: ReadonlyArray<{ readonly ledger_id: string; readonly created_at: Date }>) =>
   Effect.gen(function*() {
-    if (literal === undefined || ids.length === 0) return new Set<string>()
+    if (literal === undefined || rows.length === 0) return new Set<string>()
     const sql = yield* ScopedSql
-    const rows = yield* sql<{ ledger_id: string }>`
-      SELECT x.ledger_id FROM unnest(${ids}::uuid[]) AS c(id)
-      CROSS JOIN LATERAL (SELECT d.ledger_id::text AS ledger_id FROM decisions d WHERE d.ledger_id = c.id
+    const held = yield* sql<{ ledger_id: string }>`
+      SELECT x.ledger_id FROM unnest(${rows.map((r) => r.ledger_id)}::uuid[], ${rows.map((r) => r.created_at.toISOString())}::timestamptz[]) AS c(id, at)
+      CROSS JOIN LATERAL (SELECT d.ledger_id::text AS ledger_id FROM decisions d WHERE d.ledger_id = c.id AND d.created_at = c.at
         AND strpos(regexp_replace(lower(d.title || ' ' || d.raw_request || ' ' || coalesce(d.raw_response, '')), '\\s+', ' ', 'g'), ${literal}) > 0
         LIMIT 1) x`
-    return new Set(rows.map((row) => row.ledger_id))
+    return new Set(held.map((row) => row.ledger_id))
   })
 
 /**
@@ -227,34 +233,32 @@ const lexicalCandidates = (query: SimilarQuery, wanted: number) =>
     const posted = terms.filter((term) => !UNPOSTED_LEXEMES.has(term))
     if (query.restricted) {
       // its own decisions, newest first (by the decisions' index: the search rows' policy probes each one)
-      const rows = yield* sql<{ ledger_id: string }>`
-        SELECT d.ledger_id::text AS ledger_id FROM (SELECT d.ledger_id FROM decisions d ORDER BY d.created_at DESC LIMIT ${SCAN_WITHOUT_POSTINGS}) d
-        CROSS JOIN LATERAL (SELECT 1 FROM decision_search s WHERE s.ledger_id = d.ledger_id
+      return yield* sql<Candidate>`
+        SELECT d.ledger_id::text AS ledger_id, d.created_at::text AS at
+        FROM (SELECT d.ledger_id, d.created_at FROM decisions d ORDER BY d.created_at DESC LIMIT ${SCAN_WITHOUT_POSTINGS}) d
+        CROSS JOIN LATERAL (SELECT 1 FROM decision_search s WHERE s.ledger_id = d.ledger_id AND s.created_at = d.created_at
           AND s.document @@ plainto_tsquery(${LEXICAL_CONFIG}::regconfig, ${query.text}) LIMIT 1) m
         LIMIT ${wanted}`
-      return rows.map((row) => row.ledger_id)
     }
     if (posted.length === 0) {
       // stopwords only: the newest documents, matched one by one
-      const rows = yield* sql<{ ledger_id: string }>`
-        SELECT s.ledger_id::text AS ledger_id
-        FROM (SELECT ledger_id, document FROM decision_search ORDER BY created_at DESC LIMIT ${SCAN_WITHOUT_POSTINGS}) s
+      return yield* sql<Candidate>`
+        SELECT s.ledger_id::text AS ledger_id, s.created_at::text AS at
+        FROM (SELECT ledger_id, created_at, document FROM decision_search ORDER BY created_at DESC LIMIT ${SCAN_WITHOUT_POSTINGS}) s
         WHERE s.document @@ plainto_tsquery(${LEXICAL_CONFIG}::regconfig, ${query.text}) LIMIT ${wanted}`
-      return rows.map((row) => row.ledger_id)
     }
     const counts = yield* termCounts(posted)
     // a term no decision has: no decision holds them all
     if (counts.length < posted.length) return []
     const [rarest, ...others] = counts.map((row) => row.lexeme)
-    const rows = yield* sql<{ ledger_id: string }>`
-      SELECT p.ledger_id::text AS ledger_id FROM search_postings p
+    return yield* sql<Candidate>`
+      SELECT p.ledger_id::text AS ledger_id, p.created_at::text AS at FROM search_postings p
       WHERE p.lexeme = ${rarest!} AND (
         -- key probes (LIMIT 1): as NOT EXISTS, the planner hashed the workspace's whole postings for every query
         SELECT count(*) FROM unnest(${others}::text[]) AS o(lexeme)
         CROSS JOIN LATERAL (SELECT 1 FROM search_postings q
           WHERE q.lexeme = o.lexeme AND q.created_at = p.created_at AND q.ledger_id = p.ledger_id LIMIT 1) x) = ${others.length}
       ORDER BY p.created_at DESC LIMIT ${wanted}`
-    return rows.map((row) => row.ledger_id)
   })
 
 /** Candidates by meaning (see the header); the strategy that found them. */
@@ -267,21 +271,21 @@ const meaningCandidates = (query: SimilarQuery, conditions: ReturnType<ScopedSql
       const vector = vectorLiteral(byEmbedding ? Option.getOrThrow(query.embedding).vector : query.localVector)
       // filtered nearest neighbours: keep scanning the index until enough rows pass the filters
       yield* sql`SELECT set_config('hnsw.ef_search', '400', true), set_config('hnsw.iterative_scan', 'relaxed_order', true)`
-      const rows = yield* sql<{ ledger_id: string }>`
-        SELECT d.ledger_id::text AS ledger_id FROM decision_search s JOIN decisions d ON d.ledger_id = s.ledger_id
+      const rows = yield* sql<Candidate>`
+        SELECT d.ledger_id::text AS ledger_id, d.created_at::text AS at FROM decision_search s JOIN decisions d ON d.ledger_id = s.ledger_id
         WHERE ${conditions} ${byEmbedding ? sql`AND s.embedding_model = ${Option.getOrThrow(query.embedding).model}` : sql``}
         ORDER BY ${column} <=> ${vector}::vector(256) LIMIT ${CANDIDATES}`
-      return { strategy: "pgvector" as const, ids: rows.map((row) => row.ledger_id) }
+      return { strategy: "pgvector" as const, ids: rows }
     }
-    if (query.lexemes.length === 0) return { strategy: "full_text" as const, ids: [] }
+    if (query.lexemes.length === 0) return { strategy: "full_text" as const, ids: [] as Array<Candidate> }
     if (query.restricted) {
-      const rows = yield* sql<{ ledger_id: string }>`
-        SELECT d.ledger_id::text AS ledger_id FROM decision_search s JOIN decisions d ON d.ledger_id = s.ledger_id
+      const rows = yield* sql<Candidate>`
+        SELECT d.ledger_id::text AS ledger_id, d.created_at::text AS at FROM decision_search s JOIN decisions d ON d.ledger_id = s.ledger_id
         WHERE ${conditions} ORDER BY s.created_at DESC LIMIT ${FILTERED_CANDIDATES}`
-      return { strategy: "recent" as const, ids: rows.map((row) => row.ledger_id) }
+      return { strategy: "recent" as const, ids: rows }
     }
     const frequencies = yield* termCounts(query.lexemes)
-    if (frequencies.length === 0) return { strategy: "full_text" as const, ids: [] }
+    if (frequencies.length === 0) return { strategy: "full_text" as const, ids: [] as Array<Candidate> }
     const rare: Array<string> = []
     let budget = 0
     for (const term of frequencies) {
@@ -290,20 +294,20 @@ const meaningCandidates = (query: SimilarQuery, conditions: ReturnType<ScopedSql
       budget += term.n
     }
     if (budget <= TERM_BUDGET) {
-      const rows = yield* sql<{ ledger_id: string }>`
-        SELECT p.ledger_id::text AS ledger_id FROM unnest(${rare}::text[]) AS t(lexeme)
+      const rows = yield* sql<Candidate>`
+        SELECT p.ledger_id::text AS ledger_id, max(p.created_at)::text AS at FROM unnest(${rare}::text[]) AS t(lexeme)
         -- LIMIT keeps the probe per term (flattened, a planner without statistics scanned every posting of the workspace)
         CROSS JOIN LATERAL (SELECT q.ledger_id, q.created_at FROM search_postings q WHERE q.lexeme = t.lexeme LIMIT ${TERM_BUDGET}) p
         GROUP BY p.ledger_id ORDER BY count(*) DESC, max(p.created_at) DESC LIMIT ${wanted}`
-      return { strategy: "full_text" as const, ids: rows.map((row) => row.ledger_id) }
+      return { strategy: "full_text" as const, ids: rows }
     }
     // every term is common: the newest decisions that have any of them (each term's postings read newest first)
-    const rows = yield* sql<{ ledger_id: string }>`
-      SELECT x.ledger_id::text AS ledger_id FROM unnest(${frequencies.slice(0, MAX_QUERY_TERMS).map((t) => t.lexeme)}::text[]) AS t(lexeme)
+    const rows = yield* sql<Candidate>`
+      SELECT x.ledger_id::text AS ledger_id, max(x.created_at)::text AS at FROM unnest(${frequencies.slice(0, MAX_QUERY_TERMS).map((t) => t.lexeme)}::text[]) AS t(lexeme)
       CROSS JOIN LATERAL (SELECT p.ledger_id, p.created_at FROM search_postings p WHERE p.lexeme = t.lexeme
         ORDER BY p.created_at DESC LIMIT ${wanted}) x
       GROUP BY x.ledger_id ORDER BY max(x.created_at) DESC LIMIT ${wanted}`
-    return { strategy: "recent" as const, ids: rows.map((row) => row.ledger_id) }
+    return { strategy: "recent" as const, ids: rows }
   })
 
 /** Words of the query as they are written (any letters or digits): each must appear in a decision that holds it. */
@@ -364,18 +368,20 @@ export const searchSimilar = (query: SimilarQuery) =>
     const wanted = isFiltered(query.filters) ? FILTERED_CANDIDATES : CANDIDATES
     const lexical = yield* lexicalCandidates(query, isFiltered(query.filters) ? FILTERED_CANDIDATES : LEXICAL_CANDIDATES)
     const { ids: byMeaning, strategy } = yield* meaningCandidates(query, conditions, wanted)
-    const ids = [...new Set([...lexical, ...byMeaning])]
-    // one primary-key probe per id (see the builder's store): `s.ledger_id = ANY(ids)` next to the tenant policy was
-    // ANDed with a bitmap of the whole workspace's rows (50–90 ms at 400k decisions, against 2 ms)
+    const ids = [...new Map([...lexical, ...byMeaning].map((c) => [c.ledger_id, c])).values()]
+    // one probe per id, by key and time (see the builder's store): `s.ledger_id = ANY(ids)` next to the tenant policy
+    // was ANDed with a bitmap of the whole workspace's rows (50–90 ms at 400k decisions, against 2 ms); without the
+    // time, a planner without statistics walked the workspace's search rows by time for each id
+
     const text = query.text ?? ""
     const candidates = ids.length === 0 ? [] : yield* sql<CandidateRow>`
-      SELECT x.* FROM unnest(${ids}::uuid[]) AS c(id)
+      SELECT x.* FROM unnest(${ids.map((c) => c.ledger_id)}::uuid[], ${ids.map((c) => c.at)}::timestamptz[]) AS c(id, at)
       CROSS JOIN LATERAL (SELECT ${sql.literal(CANDIDATE_COLUMNS)},
           ${text} <> '' AND s.document @@ phraseto_tsquery(${LEXICAL_CONFIG}::regconfig, ${text}) AS phrase,
           ${text} <> '' AND s.document @@ plainto_tsquery(${LEXICAL_CONFIG}::regconfig, ${text}) AS all_terms
-        FROM decision_search s JOIN decisions d ON d.ledger_id = s.ledger_id
-        WHERE s.ledger_id = c.id AND ${conditions} LIMIT 1) x`
-    const exact = yield* literalMatches(literalOf(query.text), candidates.filter((row) => row.phrase).map((row) => row.ledger_id))
+        FROM decision_search s JOIN decisions d ON d.ledger_id = s.ledger_id AND d.created_at = s.created_at
+        WHERE s.ledger_id = c.id AND s.created_at = c.at AND ${conditions} LIMIT 1) x`
+    const exact = yield* literalMatches(literalOf(query.text), candidates.filter((row) => row.phrase))
     const scored: Array<Scored> = candidates.map((row) => ({
       summary: row,
       similarity: similarityOf(query, row),
