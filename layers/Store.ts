@@ -4,13 +4,15 @@
  * output, so everything above the store reaches the database only through `TenantSql`.
  */
 import { Layer } from "effect"
+import { Accounts } from "../src/auth/Accounts.ts"
+import { AppSessions } from "../src/auth/AppSessions.ts"
 import { Authenticator } from "../src/auth/Authenticator.ts"
 import { Credentials } from "../src/auth/Credentials.ts"
 import { DatabaseLive } from "../src/store/Database.ts"
 import { PlannerStatistics } from "../src/store/PlannerStatistics.ts"
 import { TenantSql } from "../src/store/TenantSql.ts"
 
-export const StoreLive = Authenticator.layer.pipe(
+export const StoreLive = Layer.mergeAll(Authenticator.layer, Accounts.layer, AppSessions.layer).pipe(
   Layer.provideMerge(Credentials.layer),
   Layer.provideMerge(Layer.mergeAll(TenantSql.layer, PlannerStatistics.layer)),
   Layer.provide(DatabaseLive)

@@ -68,6 +68,29 @@ export interface CreateTokenInput {
   readonly name?: string | undefined
 }
 
+/** A credential as Admin → API Keys lists it (never the token). */
+export interface KeyListing {
+  readonly token_id: string
+  readonly kind: TokenKind
+  readonly display_prefix: string
+  readonly name: string | null
+  readonly user_id: string
+  readonly owner_email: string
+  readonly created_at: Date
+  readonly last_used_at: Date | null
+  readonly expires_at: Date | null
+  readonly revoked_at: Date | null
+}
+
+/** The member a key is issued to or listed for. */
+export interface MemberIds {
+  readonly tenant_id: string
+  readonly workspace_id: string
+  readonly user_id: string
+}
+
+const MAX_KEYS_LISTED = 500
+
 const one = <A>(rows: ReadonlyArray<A>): A => rows[0]!
 
 export class Credentials extends Context.Service<Credentials, {
@@ -82,6 +105,12 @@ export class Credentials extends Context.Service<Credentials, {
   createToken(input: CreateTokenInput): Effect.Effect<{ readonly token_id: string; readonly token: string }, NotFound | BadRequest | DatabaseUnavailable>
   /** Revokes a credential by id; false when there is no such (unrevoked) credential. */
   revoke(tokenId: string): Effect.Effect<boolean, DatabaseUnavailable>
+  /** Issues a token to a member of a workspace (the app's Admin → API Keys, sign-up, an accepted invitation). */
+  issue(member: MemberIds, kind: TokenKind, expiresAt: Date | null, name: string | null): Effect.Effect<{ readonly token_id: string; readonly token: string }, DatabaseUnavailable>
+  /** The workspace's keys, newest first; only `owner`'s when given. */
+  list(workspace: { readonly tenant_id: string; readonly workspace_id: string }, owner?: string): Effect.Effect<ReadonlyArray<KeyListing>, DatabaseUnavailable>
+  /** Revokes a key of the workspace (only `owner`'s when given); false when there is no such unrevoked key. */
+  revokeIn(workspace: { readonly tenant_id: string; readonly workspace_id: string }, tokenId: string, owner?: string): Effect.Effect<boolean, DatabaseUnavailable>
   /** Looks a token (of any bearer kind) up by hash and records its use. */
   resolve(token: string): Effect.Effect<CredentialRecord | undefined, DatabaseUnavailable>
 }>()("ledger/store/Credentials") {
@@ -123,8 +152,10 @@ export class Credentials extends Context.Service<Credentials, {
           const user = one(yield* sql<{ user_id: string }>`
             INSERT INTO users (user_id, tenant_id, email) VALUES (${Crypto.randomUUID()}, ${tenant.tenant_id}, ${input.email})
             ON CONFLICT (tenant_id, email) DO UPDATE SET email = EXCLUDED.email RETURNING user_id`)
-          yield* sql`INSERT INTO memberships (tenant_id, workspace_id, user_id, role)
-            VALUES (${tenant.tenant_id}, ${workspace.workspace_id}, ${user.user_id}, ${input.role})
+          // the workspace's first full member administers it in the app (keys, members)
+          yield* sql`INSERT INTO memberships (tenant_id, workspace_id, user_id, role, admin)
+            SELECT ${tenant.tenant_id}, ${workspace.workspace_id}, ${user.user_id}, ${input.role},
+                   ${input.role} = 'member' AND NOT EXISTS (SELECT 1 FROM memberships WHERE workspace_id = ${workspace.workspace_id} AND admin)
             ON CONFLICT (workspace_id, user_id) DO UPDATE SET role = EXCLUDED.role`
           const ids = { tenant_id: tenant.tenant_id, workspace_id: workspace.workspace_id, user_id: user.user_id }
           const pat = yield* issue(ids, "pat", null, "bootstrap")
@@ -183,7 +214,36 @@ export class Credentials extends Context.Service<Credentials, {
         }))
       })
 
-      return Credentials.of({ bootstrap, createToken, revoke, resolve })
+      const issueTo = Effect.fn("Credentials.issue")(function*(member: MemberIds, kind: TokenKind, expiresAt: Date | null, name: string | null) {
+        return yield* tenantSql.control(issue(member, kind, expiresAt, name))
+      })
+
+      const list = Effect.fn("Credentials.list")(function*(workspace: { readonly tenant_id: string; readonly workspace_id: string }, owner?: string) {
+        return yield* tenantSql.control(Effect.gen(function*() {
+          const sql = yield* ScopedSql
+          return yield* sql<KeyListing>`
+            SELECT c.token_id::text, c.kind, c.display_prefix, c.name, c.user_id::text, u.email AS owner_email,
+                   c.created_at, c.last_used_at, c.expires_at, c.revoked_at
+            FROM credentials c JOIN users u ON u.user_id = c.user_id
+            WHERE c.tenant_id = ${workspace.tenant_id} AND c.workspace_id = ${workspace.workspace_id}
+              AND (${owner ?? null}::uuid IS NULL OR c.user_id = ${owner ?? null}::uuid)
+            ORDER BY c.revoked_at IS NOT NULL, c.created_at DESC
+            LIMIT ${MAX_KEYS_LISTED}`
+        }))
+      })
+
+      const revokeIn = Effect.fn("Credentials.revokeIn")(function*(workspace: { readonly tenant_id: string; readonly workspace_id: string }, tokenId: string, owner?: string) {
+        return yield* tenantSql.control(Effect.gen(function*() {
+          const sql = yield* ScopedSql
+          const rows = yield* sql`UPDATE credentials SET revoked_at = now()
+            WHERE token_id::text = ${tokenId} AND tenant_id = ${workspace.tenant_id} AND workspace_id = ${workspace.workspace_id}
+              AND (${owner ?? null}::uuid IS NULL OR user_id = ${owner ?? null}::uuid) AND revoked_at IS NULL
+            RETURNING token_id`
+          return rows.length > 0
+        }))
+      })
+
+      return Credentials.of({ bootstrap, createToken, revoke, resolve, issue: issueTo, list, revokeIn })
     })
   )
 }

@@ -83,8 +83,16 @@ export interface LedgerSettings {
   readonly apiRateLimit: number
   /** an external OpenID Connect provider for the MCP OAuth sign-in (SSO), beside Personal Access Tokens */
   readonly oidc: Option.Option<OidcSettings>
+  /**
+   * who may sign up in the app (LEDGER_SIGNUP): `open` (anyone creates an organisation; invitations work), `invite`
+   * (only through an invitation link; the default), `closed` (no sign-up in the app at all)
+   */
+  readonly signup: SignupPolicy
   readonly analytics: AnalyticsSettings
 }
+
+export const SIGNUP_POLICIES = ["open", "invite", "closed"] as const
+export type SignupPolicy = typeof SIGNUP_POLICIES[number]
 
 /** The ledger as a client of an OpenID Connect provider (LEDGER_OIDC_*). */
 export interface OidcSettings {
@@ -243,6 +251,7 @@ export const settingsConfig: Config.Config<LedgerSettings> = Config.all({
   oidcClientId: Config.option(Config.String("LEDGER_OIDC_CLIENT_ID")),
   oidcClientSecret: Config.option(Config.Redacted("LEDGER_OIDC_CLIENT_SECRET")),
   oidcAllowedDomains: Config.String("LEDGER_OIDC_ALLOWED_DOMAINS").pipe(Config.withDefault("")),
+  signup: Config.Literals(SIGNUP_POLICIES, "LEDGER_SIGNUP").pipe(Config.withDefault("invite" as const)),
   analyticsIntervalMs: Config.Int("LEDGER_ANALYTICS_INTERVAL_MS").pipe(Config.withDefault(defaultAnalyticsSettings.intervalMs)),
   analyticsYieldBacklog: Config.Int("LEDGER_ANALYTICS_YIELD_BACKLOG").pipe(Config.withDefault(defaultAnalyticsSettings.yieldBacklog)),
   embeddingsModel: Config.option(Config.String("LEDGER_EMBEDDINGS_MODEL")),
@@ -292,6 +301,7 @@ export const settingsConfig: Config.Config<LedgerSettings> = Config.all({
     captureDedupTtlSeconds: c.captureDedupTtlSeconds,
     apiRateLimit: c.apiRateLimit,
     oidc: parseOidc(c.oidcIssuer, c.oidcClientId, c.oidcClientSecret, c.oidcAllowedDomains),
+    signup: c.signup,
     analytics: {
       intervalMs: c.analyticsIntervalMs,
       yieldBacklog: c.analyticsYieldBacklog,

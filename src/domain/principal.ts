@@ -6,8 +6,11 @@ import { Schema } from "effect"
 export const MemberRole = Schema.Literals(["member", "restricted"])
 export type MemberRole = typeof MemberRole.Type
 
-/** Credential kinds: Personal Access Tokens for the read surfaces, Gateway Keys for the gateway, OAuth access tokens for MCP. */
-export const CredentialKind = Schema.Literals(["pat", "gateway", "oauth"])
+/**
+ * Credential kinds: Personal Access Tokens for the read surfaces, Gateway Keys for the gateway, OAuth access tokens
+ * for MCP, and the app's browser sessions.
+ */
+export const CredentialKind = Schema.Literals(["pat", "gateway", "oauth", "session"])
 export type CredentialKind = typeof CredentialKind.Type
 
 export const Principal = Schema.Struct({

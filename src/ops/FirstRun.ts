@@ -6,6 +6,7 @@ import { Console, Effect, Layer, Option } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { LedgerConfig } from "../config/LedgerConfig.ts"
+import { AppSessions } from "../auth/AppSessions.ts"
 import { Credentials } from "../auth/Credentials.ts"
 
 export const DEFAULT_TENANT = "default"
@@ -33,6 +34,8 @@ export const FirstRunLive = Layer.effectDiscard(Effect.gen(function*() {
     email: DEFAULT_EMAIL,
     role: "member"
   })
+  // the bootstrapped admin has no password yet: a one-time link signs them in to the app (README, "The app")
+  const signInToken = yield* AppSessions.use((sessions) => sessions.createSignInLink(created))
   yield* Effect.sync(() => {
     Fs.mkdirSync(config.dataDir, { recursive: true })
     // write to a temp file with 0600 first, so the secret never exists with wider permissions
@@ -46,7 +49,8 @@ export const FirstRunLive = Layer.effectDiscard(Effect.gen(function*() {
       `  API      ${urls.api_url}   (REST /v1, docs ${urls.api_url}/docs)`,
       `  MCP      ${urls.mcp_url}`,
       `  gateway  ${urls.gateway_url}`,
-      `  credentials (Personal Access Token and Gateway Key): ${file}`
+      `  credentials (Personal Access Token and Gateway Key): ${file}`,
+      `  app      ${config.publicUrl}/  — sign in once with ${config.publicUrl}/signin/link?token=${signInToken} (valid 24 h)`
     ].join("\n")
   )
 }))

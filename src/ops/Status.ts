@@ -45,6 +45,8 @@ export interface PipelineReport {
   readonly stream: StreamFigures | null
   readonly spool: SpoolStats | null
   readonly builders: BuildFigures | null
+  /** mean time from a model call's end to its decision's commit, over this process's builders since they started */
+  readonly build_latency_ms: number | null
   readonly problems: ReadonlyArray<string>
 }
 
@@ -153,9 +155,17 @@ export class PipelineStatus extends Context.Service<PipelineStatus, {
           }).pipe(Effect.mapError((problem) => `decisions/s (embedded database): ${problem}`))
       })
 
+      const buildLatency = scrape.pipe(
+        Effect.map((metrics) => {
+          const count = metrics.get("ledger_build_latency_seconds_count") ?? 0
+          return count > 0 ? Math.round(((metrics.get("ledger_build_latency_seconds_sum") ?? 0) / count) * 1000) : null
+        }),
+        Effect.orElseSucceed(() => null)
+      )
+
       const report = Effect.gen(function*() {
-        const [streamResult, buildResult] = yield* Effect.all([Effect.result(streamFigures), Effect.result(buildFigures)], {
-          concurrency: 2
+        const [streamResult, buildResult, build_latency_ms] = yield* Effect.all([Effect.result(streamFigures), Effect.result(buildFigures), buildLatency], {
+          concurrency: 3
         })
         const problems: Array<string> = []
         const spool = yield* Effect.try({ try: () => readSpoolStats(config.dataDir), catch: messageOf }).pipe(
@@ -168,6 +178,7 @@ export class PipelineStatus extends Context.Service<PipelineStatus, {
           stream: streamResult._tag === "Success" ? streamResult.success : null,
           spool,
           builders: buildResult._tag === "Success" ? buildResult.success : null,
+          build_latency_ms,
           problems
         }
       }).pipe(Effect.withSpan("PipelineStatus.report"))

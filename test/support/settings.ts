@@ -43,6 +43,7 @@ export const testSettings = (overrides: Partial<LedgerSettings> = {}): LedgerSet
   captureRetainBytes: 1024 * 1024 * 1024,
   captureDedupTtlSeconds: 7 * 24 * 3600,
   apiRateLimit: 100,
+  signup: "open",
   oidc: Option.none(),
   analytics: defaultAnalyticsSettings,
   ...overrides

@@ -7,16 +7,14 @@
  * accepted. A parameter name shared by views must mean the same thing in each (checked when this module loads).
  */
 import { RESOURCE_URI_META_KEY } from "@modelcontextprotocol/ext-apps/server"
-import { DateTime, Effect, Schema } from "effect"
-import { BadRequest } from "../../domain/errors.ts"
+import { Schema } from "effect"
+import { loadView, viewsByName } from "../ui/loadView.ts"
 import { UI_RESOURCE_URI } from "../ui/resource.ts"
-import type { AnyView, ViewServices } from "../ui/View.ts"
 import { views } from "../ui/views/index.ts"
-import { defineTool, describeIssues, jsonSchemaOf } from "./Tool.ts"
+import { defineTool, jsonSchemaOf } from "./Tool.ts"
 
 type Json = Record<string, unknown>
 
-const byName = new Map<string, AnyView>(views.map((view) => [view.name, view]))
 const viewNames = views.map((view) => view.name) as unknown as readonly [string, ...Array<string>]
 
 /** Each view's parameters as JSON Schema properties, to merge them and to describe where each is used. */
@@ -77,28 +75,6 @@ export const renderUi = defineTool({
   input: Input,
   output: Output,
   meta: { ui: { resourceUri: UI_RESOURCE_URI }, [RESOURCE_URI_META_KEY]: UI_RESOURCE_URI },
-  run: (principal, { view: name, ...rest }) =>
-    Effect.gen(function*() {
-      const view = byName.get(name)!
-      const params = yield* Schema.decodeUnknownEffect(view.params as Schema.Decoder<Record<string, unknown>>)(rest, { onExcessProperty: "error", errors: "all" }).pipe(
-        Effect.mapError((error) => {
-          const accepted = Object.keys(viewProperties.find((v) => v.view === view)!.properties)
-          return new BadRequest({
-            message: `arguments for view "${view.name}": ${describeIssues(error).join("; ")}; ` +
-              `this view takes ${accepted.length > 0 ? accepted.join(", ") : "no parameters besides view"}`
-          })
-        })
-      )
-      const data = yield* (view.load(principal, params) as Effect.Effect<unknown, BadRequest, ViewServices<typeof views[number]>>)
-      const now = yield* DateTime.now
-      return {
-        view: view.name,
-        view_title: view.title,
-        title: view.heading(data, params),
-        generated_at: DateTime.formatIso(now),
-        params,
-        data
-      }
-    }),
-  text: (result) => byName.get(result.view)!.text(result.data, result.params)
+  run: (principal, { view: name, ...rest }) => loadView(principal, viewsByName.get(name)!, rest),
+  text: (result) => viewsByName.get(result.view)!.text(result.data, result.params)
 })

@@ -15,8 +15,8 @@ export const BRAND_MARK = `<svg viewBox="0 0 32 32" width="28" height="28" aria-
 
 export const STYLES = `
 :root{--bg:var(--color-background-primary,#fbfbfe);--panel:var(--color-background-secondary,#ffffff);--sunk:var(--color-background-tertiary,#f1f2f8);
---text:var(--color-text-primary,#1c1b33);--muted:var(--color-text-secondary,#5f5e7a);--faint:var(--color-text-tertiary,#8c8ba6);
---line:var(--color-border-primary,#e3e3ef);--brand:#4f46e5;--brand-2:#14b8a6;--ok:#0f9f6e;--warn:#c27803;--bad:#dc2f45;--info:#2f6fdc;
+--text:var(--color-text-primary,#1c1b33);--muted:var(--color-text-secondary,#5f5e7a);--faint:var(--color-text-tertiary,#6b6a85);
+--line:var(--color-border-primary,#e3e3ef);--brand:#4f46e5;--brand-2:#14b8a6;--ok:#086a48;--warn:#7c4700;--bad:#b01f34;--info:#1f55b3;
 --radius:var(--border-radius-md,10px);--font:var(--font-sans,ui-sans-serif,system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif);
 --mono:var(--font-mono,ui-monospace,SFMono-Regular,Menlo,Consolas,monospace);color-scheme:light}
 :root[data-theme=dark]{--bg:var(--color-background-primary,#12111f);--panel:var(--color-background-secondary,#1b1a2e);--sunk:var(--color-background-tertiary,#24233a);
@@ -37,8 +37,8 @@ main{padding:14px 18px 18px;display:grid;gap:14px}
 .stat .v{font-size:20px;font-weight:700;font-variant-numeric:tabular-nums}.stat .l{color:var(--muted);font-size:12px}
 .stat.bad .v{color:var(--bad)}.stat.warn .v{color:var(--warn)}.stat.ok .v{color:var(--ok)}
 .badge{display:inline-block;padding:1px 8px;border-radius:999px;font-size:12px;font-weight:600;background:var(--sunk);color:var(--muted);white-space:nowrap}
-.badge.ok{background:color-mix(in srgb,var(--ok) 16%,transparent);color:var(--ok)}.badge.warn{background:color-mix(in srgb,var(--warn) 18%,transparent);color:var(--warn)}
-.badge.bad{background:color-mix(in srgb,var(--bad) 16%,transparent);color:var(--bad)}.badge.info{background:color-mix(in srgb,var(--info) 16%,transparent);color:var(--info)}
+.badge.ok{background:color-mix(in srgb,var(--ok) 10%,transparent);color:var(--ok)}.badge.warn{background:color-mix(in srgb,var(--warn) 10%,transparent);color:var(--warn)}
+.badge.bad{background:color-mix(in srgb,var(--bad) 10%,transparent);color:var(--bad)}.badge.info{background:color-mix(in srgb,var(--info) 10%,transparent);color:var(--info)}
 .muted{color:var(--muted)}.faint{color:var(--faint)}.mono{font-family:var(--mono);font-size:12.5px}.num{text-align:right;font-variant-numeric:tabular-nums}
 a.drill,button.drill{color:var(--brand);text-decoration:none;cursor:pointer;background:none;border:0;padding:0;font:inherit;text-align:left}
 a.drill:hover,button.drill:hover{text-decoration:underline}
@@ -71,65 +71,16 @@ ol.timeline .dot.bad{background:var(--bad)}ol.timeline .dot.warn{background:var(
 pre{white-space:pre-wrap;word-break:break-word;margin:4px 0 0;font:12.5px/1.45 var(--mono);max-height:260px;overflow:auto}
 .notice{padding:10px 12px;border-radius:8px;background:var(--sunk);color:var(--muted)}.notice.bad{color:var(--bad)}
 footer{padding:0 18px 14px;color:var(--faint);font-size:11.5px}
+details.fold summary{cursor:pointer}details.fold summary .faint{display:block;font-size:12.5px;white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
+nav.pager{display:flex;justify-content:space-between;gap:10px;margin-top:10px}
 `
 
 /**
- * The runtime: bridge + helpers + shell, in one closure. `__LEDGER_VIEWS__` is replaced by the views' renderers
- * (`{ name: (data, ui, params) => Node }`).
+ * The drawing helpers views use (`ui.h`, `ui.table`, ...), shared by both hosts of the views: the MCP App (this
+ * module's RUNTIME) and the app's web pages (src/app/webRuntime.ts). They call the host's `canDrill`, `drill` and
+ * `link`, which each host defines around them.
  */
-export const RUNTIME = String.raw`(() => {
-"use strict";
-const VIEWS = __LEDGER_VIEWS__;
-const root = document.documentElement;
-
-// ---- bridge: JSON-RPC 2.0 with the host over postMessage
-let nextId = 1;
-const pending = new Map();
-let hostCapabilities = {};
-/** the tool result the host delivered last, as JSON */
-let delivered = null;
-const post = (message) => window.parent.postMessage(message, "*");
-const request = (method, params) => new Promise((resolve, reject) => {
-  const id = nextId++;
-  pending.set(id, { resolve, reject });
-  post({ jsonrpc: "2.0", id, method, params });
-});
-const notify = (method, params) => post({ jsonrpc: "2.0", method, params });
-window.addEventListener("message", (event) => {
-  if (event.source !== window.parent) return;
-  const message = event.data;
-  if (!message || message.jsonrpc !== "2.0") return;
-  if (message.id !== undefined && message.method === undefined) {
-    const waiter = pending.get(message.id);
-    if (!waiter) return;
-    pending.delete(message.id);
-    if (message.error) waiter.reject(new Error(message.error.message)); else waiter.resolve(message.result);
-    return;
-  }
-  if (message.id !== undefined) {
-    const known = message.method === "ping" || message.method === "ui/resource-teardown";
-    post(known ? { jsonrpc: "2.0", id: message.id, result: {} }
-      : { jsonrpc: "2.0", id: message.id, error: { code: -32601, message: "Method not found: " + message.method } });
-    return;
-  }
-  if (message.method === "ui/notifications/tool-result") {
-    // a host may deliver the same result again (the view re-shown, a retry): redrawing would drop the reader's
-    // place — filters, sort, the view drilled into; unless drilling has become possible since (a result delivered
-    // before initialisation finished was drawn without links)
-    const key = canDrill() + JSON.stringify(message.params);
-    if (key !== delivered) { delivered = key; show(message.params, true); }
-  }
-  else if (message.method === "ui/notifications/host-context-changed") applyContext(message.params);
-  else if (message.method === "ui/notifications/tool-cancelled") notice("The host cancelled this view.", false);
-});
-
-const applyContext = (context) => {
-  if (!context) return;
-  if (context.theme) root.dataset.theme = context.theme;
-  const variables = context.styles && context.styles.variables;
-  if (variables) for (const [name, value] of Object.entries(variables)) if (value) root.style.setProperty(name, value);
-};
-
+export const HELPERS = String.raw`
 // ---- helpers for views
 const h = (tag, props, ...children) => {
   const node = document.createElement(tag);
@@ -289,6 +240,85 @@ const table = (options) => {
   return h("div", {}, h("div", { class: "tablebar" }, search, chips, count), h("div", { class: "tablewrap" }, h("table", {}, h("thead", {}, header), body)));
 };
 
+/** Long text folded: a summary with its opening words; the whole text enters the page only when opened. */
+const FOLD_AT = 1200;
+const fold = (head, text) => {
+  const value = String(text === undefined || text === null ? "" : text);
+  if (value.length <= FOLD_AT) return h("div", {}, head, h("pre", { text: value }));
+  const body = h("pre");
+  const details = h("details", { class: "fold", ontoggle: () => { if (details.open && !body.firstChild) body.textContent = value; } },
+    h("summary", {}, head, h("span", { class: "faint", text: value.slice(0, 160).replace(/\s+/g, " ") + "… (" + fmt.num(value.length) + " characters)" })),
+    body);
+  return details;
+};
+/** Paging links for a view's list: "Next page →" with the next cursor, "← First page" when not on the first. */
+const pager = (args, nextCursor) => {
+  const { cursor, ...first } = args;
+  if (!nextCursor && !cursor) return null;
+  return h("nav", { class: "pager", "aria-label": "Pages" },
+    cursor ? link("← First page", first) : h("span"),
+    nextCursor ? link("Next page →", { ...first, cursor: nextCursor }) : null);
+};
+`
+
+/**
+ * The MCP App runtime: bridge + helpers + shell, in one closure. `__LEDGER_VIEWS__` is replaced by the views' renderers
+ * (`{ name: (data, ui, params) => Node }`).
+ */
+export const RUNTIME = String.raw`(() => {
+"use strict";
+const VIEWS = __LEDGER_VIEWS__;
+const root = document.documentElement;
+
+// ---- bridge: JSON-RPC 2.0 with the host over postMessage
+let nextId = 1;
+const pending = new Map();
+let hostCapabilities = {};
+/** the tool result the host delivered last, as JSON */
+let delivered = null;
+const post = (message) => window.parent.postMessage(message, "*");
+const request = (method, params) => new Promise((resolve, reject) => {
+  const id = nextId++;
+  pending.set(id, { resolve, reject });
+  post({ jsonrpc: "2.0", id, method, params });
+});
+const notify = (method, params) => post({ jsonrpc: "2.0", method, params });
+window.addEventListener("message", (event) => {
+  if (event.source !== window.parent) return;
+  const message = event.data;
+  if (!message || message.jsonrpc !== "2.0") return;
+  if (message.id !== undefined && message.method === undefined) {
+    const waiter = pending.get(message.id);
+    if (!waiter) return;
+    pending.delete(message.id);
+    if (message.error) waiter.reject(new Error(message.error.message)); else waiter.resolve(message.result);
+    return;
+  }
+  if (message.id !== undefined) {
+    const known = message.method === "ping" || message.method === "ui/resource-teardown";
+    post(known ? { jsonrpc: "2.0", id: message.id, result: {} }
+      : { jsonrpc: "2.0", id: message.id, error: { code: -32601, message: "Method not found: " + message.method } });
+    return;
+  }
+  if (message.method === "ui/notifications/tool-result") {
+    // a host may deliver the same result again (the view re-shown, a retry): redrawing would drop the reader's
+    // place — filters, sort, the view drilled into; unless drilling has become possible since (a result delivered
+    // before initialisation finished was drawn without links)
+    const key = canDrill() + JSON.stringify(message.params);
+    if (key !== delivered) { delivered = key; show(message.params, true); }
+  }
+  else if (message.method === "ui/notifications/host-context-changed") applyContext(message.params);
+  else if (message.method === "ui/notifications/tool-cancelled") notice("The host cancelled this view.", false);
+});
+
+const applyContext = (context) => {
+  if (!context) return;
+  if (context.theme) root.dataset.theme = context.theme;
+  const variables = context.styles && context.styles.variables;
+  if (variables) for (const [name, value] of Object.entries(variables)) if (value) root.style.setProperty(name, value);
+};
+
+${HELPERS}
 // ---- navigation: drill-down through the host (tools/call of render_ui), with a back stack
 const backStack = [];
 let current = null;
@@ -304,7 +334,7 @@ const link = (text, args) => canDrill()
   ? h("button", { class: "drill", type: "button", onclick: (e) => { e.stopPropagation(); drill(args); }, text })
   : h("span", { text });
 
-const ui = { h, s, fmt, badge, outcome, card, stats, kv, empty, label, bars, columns, mix, table, link, drill, canDrill, TONE, PALETTE, OUTCOME_COLOR };
+const ui = { h, s, fmt, badge, outcome, card, stats, kv, empty, label, bars, columns, mix, table, fold, pager, link, drill, canDrill, TONE, PALETTE, OUTCOME_COLOR };
 
 // ---- shell
 const titleNode = document.getElementById("title");

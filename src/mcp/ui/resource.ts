@@ -10,9 +10,10 @@ export const UI_RESOURCE_URI = "ui://ledger/render-ui.html"
 
 const CSP = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
 
-const viewTable = `{\n${views.map((view) => `${JSON.stringify(view.name)}: ${view.render}`).join(",\n")}\n}`
+/** Every view's renderer, as the source of one object literal `{ name: (data, ui, params) => Node }`. */
+export const viewRenderers = `{\n${views.map((view) => `${JSON.stringify(view.name)}: ${view.render}`).join(",\n")}\n}`
 
-const script = RUNTIME.replace("__LEDGER_VIEWS__", () => viewTable)
+const script = RUNTIME.replace("__LEDGER_VIEWS__", () => viewRenderers)
 
 // the script is inlined: a closing tag inside it would end the element early
 if (/<\/script/i.test(script) || /<\/style/i.test(STYLES)) throw new Error("render_ui: inline code must not contain closing tags")

@@ -19,6 +19,7 @@ import { oidcLogins } from "./0012_oidc_logins.ts"
 import { agentApis } from "./0013_agent_apis.ts"
 import { transcriptSource } from "./0014_transcript_source.ts"
 import { analyticsEdges } from "./0015_analytics_edges.ts"
+import { app } from "./0016_app.ts"
 
 /** Ordered migrations; ids never change once released (the database records them). */
 export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
@@ -36,5 +37,6 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0012_oidc_logins": oidcLogins,
   "0013_agent_apis": agentApis,
   "0014_transcript_source": transcriptSource,
-  "0015_analytics_edges": analyticsEdges
+  "0015_analytics_edges": analyticsEdges,
+  "0016_app": app
 }

@@ -3,7 +3,7 @@ import { DecisionSummary } from "../../../domain/decision.ts"
 import { Agent, Session } from "../../../domain/ledger.ts"
 import type { Principal } from "../../../domain/principal.ts"
 import { LedgerQuery } from "../../../query/LedgerQuery.ts"
-import { agentIdParam } from "../../tools/params.ts"
+import { agentIdParam, pageFields } from "../../tools/params.ts"
 import { plural, usd, when } from "../../tools/text.ts"
 import { defineView } from "../View.ts"
 import { Activity, activityOf, collect, countBy } from "./shared.ts"
@@ -26,14 +26,17 @@ const findAgent = (principal: Principal, agentId: string, latest: DecisionSummar
 export const agentView = defineView({
   name: "agent",
   title: "Agent",
-  description: "`agent`: one agent's sessions, activity, outcome and intent mix, models and recent decisions (needs `agent_id`).",
-  params: Schema.Struct({ agent_id: agentIdParam }),
+  description: "`agent`: one agent's sessions (a page at a time: `limit`, `cursor`), activity, outcome and intent mix, models and recent decisions (needs `agent_id`).",
+  params: Schema.Struct({ agent_id: agentIdParam, ...pageFields }),
   data: Schema.Struct({
     agent_id: Schema.String,
     /** the agent's rollup; null when it could not be located among the recently active agents */
     agent: Schema.NullOr(Agent),
+    /** one page of the agent's sessions, most recent first */
     sessions: Schema.Array(Session),
     sessions_complete: Schema.Boolean,
+    /** the next page of sessions; null on the last */
+    sessions_next_cursor: Schema.NullOr(Schema.String),
     recent: Schema.Array(DecisionSummary),
     recent_complete: Schema.Boolean,
     /** over `recent` */
@@ -42,18 +45,19 @@ export const agentView = defineView({
     models: Schema.Record(Schema.String, Schema.Number),
     activity: Activity
   }),
-  load: (principal, { agent_id }) =>
+  load: (principal, { agent_id, limit, cursor }) =>
     Effect.gen(function*() {
       const query = yield* LedgerQuery
       // the sessions list refuses an unknown (or invisible) agent first
-      const sessions = yield* collect((page) => query.listAgentSessions(principal, agent_id, page), MAX_SESSIONS)
+      const sessions = yield* query.listAgentSessions(principal, agent_id, { limit: limit ?? MAX_SESSIONS, cursor })
       const recent = yield* collect((page) => query.listDecisions(principal, { agent_id, ...page }), MAX_DECISIONS)
       const agent = yield* findAgent(principal, agent_id, recent.items[0])
       return {
         agent_id,
         agent: Option.getOrNull(agent),
-        sessions: sessions.items,
-        sessions_complete: sessions.complete,
+        sessions: sessions.data,
+        sessions_complete: sessions.next_cursor === null && cursor === undefined,
+        sessions_next_cursor: sessions.next_cursor,
         recent: recent.items,
         recent_complete: recent.complete,
         outcomes: countBy(recent.items, (d) => d.outcome),
@@ -79,7 +83,7 @@ export const agentView = defineView({
         `${usd(s.total_cost_usd)}${s.summary ? ` — ${s.summary}` : ""}`
       )
     ].join("\n"),
-  render: String.raw`(data, ui) => {
+  render: String.raw`(data, ui, params) => {
   const { h, fmt } = ui;
   const a = data.agent;
   const recent = data.recent;
@@ -117,7 +121,7 @@ export const agentView = defineView({
         { key: "error_count", label: "Errors", num: true, value: (s) => s.error_count, cell: (s) => s.error_count > 0 ? ui.badge(fmt.num(s.error_count), "bad") : "0" },
         { key: "total_cost_usd", label: "Cost", num: true, value: (s) => s.total_cost_usd, cell: (s) => fmt.usd(s.total_cost_usd) }
       ]
-    })),
+    }), ui.pager({ ...params, view: "agent" }, data.sessions_next_cursor)),
     ui.card("Recent decisions" + (data.recent_complete ? "" : " (latest " + recent.length + ")"), ui.table({
       rows: recent,
       sort: ["created_at", "desc"],

@@ -1,36 +1,45 @@
 import { Effect, Schema } from "effect"
 import { Agent } from "../../../domain/ledger.ts"
-import { IsoDateTime } from "../../../query/params.ts"
+import { IsoDateTime, MAX_PAGE_LIMIT } from "../../../query/params.ts"
 import { LedgerQuery } from "../../../query/LedgerQuery.ts"
+import { pageFields } from "../../tools/params.ts"
 import { plural, usd, when } from "../../tools/text.ts"
 import { defineView } from "../View.ts"
 import { Activity, activityOf, collect } from "./shared.ts"
 
-const MAX_AGENTS = 100
 const ACTIVITY_SAMPLE = 500
 
 export const agentsView = defineView({
   name: "agents",
   title: "Agents overview",
-  description: "`agents`: every agent with cost and activity charts (optional `active_since`, `active_until`).",
+  description: "`agents`: every agent with cost and activity charts, a page at a time (optional `active_since`, `active_until`, `limit`, `cursor`).",
   params: Schema.Struct({
+    ...pageFields,
     active_since: Schema.optional(IsoDateTime.annotate({ description: "Only agents active at or after this ISO 8601 time." })),
     active_until: Schema.optional(IsoDateTime.annotate({ description: "Only agents active before this ISO 8601 time." }))
   }),
   data: Schema.Struct({
+    /** one page of agents, most recently active first */
     agents: Schema.Array(Agent),
     /** false when the workspace has more agents than shown */
     complete: Schema.Boolean,
+    /** the next page's cursor; null on the last page */
+    next_cursor: Schema.NullOr(Schema.String),
     activity: Activity
   }),
-  load: (principal, params) =>
+  load: (principal, { limit, cursor, ...range }) =>
     Effect.gen(function*() {
       const query = yield* LedgerQuery
       const [agents, decisions] = yield* Effect.all([
-        collect((page) => query.listAgents(principal, { ...params, order: "recent", ...page }), MAX_AGENTS),
-        collect((page) => query.listDecisions(principal, { since: params.active_since, until: params.active_until, ...page }), ACTIVITY_SAMPLE)
+        query.listAgents(principal, { ...range, order: "recent", limit: limit ?? MAX_PAGE_LIMIT, cursor }),
+        collect((page) => query.listDecisions(principal, { since: range.active_since, until: range.active_until, ...page }), ACTIVITY_SAMPLE)
       ], { concurrency: 2 })
-      return { agents: agents.items, complete: agents.complete, activity: activityOf(decisions.items, decisions.complete) }
+      return {
+        agents: agents.data,
+        complete: agents.next_cursor === null && cursor === undefined,
+        next_cursor: agents.next_cursor,
+        activity: activityOf(decisions.items, decisions.complete)
+      }
     }),
   heading: (data) => `${plural(data.agents.length, "agent")}${data.complete ? "" : "+"}`,
   text: (data) =>
@@ -47,7 +56,7 @@ export const agentsView = defineView({
         `Activity: ${data.activity.buckets.reduce((n, b) => n + b.decisions, 0)} recent decisions per ${data.activity.unit} ` +
         `over ${data.activity.buckets.length} ${data.activity.unit}s.`
       ].join("\n"),
-  render: String.raw`(data, ui) => {
+  render: String.raw`(data, ui, params) => {
   const { h, fmt } = ui;
   const agents = data.agents;
   if (agents.length === 0) return ui.empty("No agents have recorded decisions yet. Send model calls through the gateway with ?agent_id=… to see them here.");
@@ -91,6 +100,6 @@ export const agentsView = defineView({
         { key: "avg_confidence", label: "Confidence", num: true, value: (a) => a.avg_confidence, cell: (a) => fmt.score(a.avg_confidence) },
         { key: "last_seen_at", label: "Last active", value: (a) => a.last_seen_at, cell: (a) => h("span", { title: fmt.time(a.last_seen_at), text: fmt.ago(a.last_seen_at) }) }
       ]
-    })));
+    }), ui.pager({ ...params, view: "agents" }, data.next_cursor)));
 }`
 })

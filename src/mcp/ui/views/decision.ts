@@ -52,23 +52,18 @@ export const decisionView = defineView({
     h("div", { class: "grid2" }, scoreCard("Quality", d.quality, d.quality_detail), scoreCard("Confidence", d.confidence, d.confidence_detail)),
     ui.card("Logic trace (" + d.logic_trace.length + " steps)",
       d.logic_trace.length === 0 ? ui.empty("No steps recorded.") :
-      d.logic_trace.map((step) => h("div", { class: "step " + step.kind },
-        ui.label(step.index + ". " + step.kind, step.tool_name),
-        h("pre", { text: step.text })))),
+      d.logic_trace.map((step) => h("div", { class: "step " + step.kind }, ui.fold(ui.label(step.index + ". " + step.kind, step.tool_name), step.text)))),
     h("div", { class: "grid2" },
       ui.card("Evidence (" + d.evidence.length + ")",
         d.evidence.length === 0 ? ui.empty("The model was given no evidence.") :
         d.evidence.map((e) => h("div", { class: "step" },
-          ui.label(e.kind, e.source),
-          h("pre", { text: e.content }),
+          ui.fold(ui.label(e.kind, e.source), e.content),
           h("div", { class: "faint mono", title: e.hash, text: "sha256 " + e.hash.slice(0, 16) + "…" })))),
       ui.card("Findings (" + d.findings.length + ")",
         d.findings.length === 0 ? ui.empty("The answer states no findings.") :
         h("ul", { style: "margin:0;padding-left:18px" }, d.findings.map((f) => h("li", {}, ui.badge(f.kind, f.kind === "decision" ? "ok" : f.kind === "recommendation" ? "info" : ""), " ", f.text))))),
     ui.card("Artifacts (" + d.artifacts.length + ")",
       d.artifacts.length === 0 ? ui.empty("The answer produced no artifacts.") :
-      d.artifacts.map((a) => h("div", { class: "step" },
-        ui.label(a.kind, a.name, a.language),
-        h("pre", { text: a.content })))));
+      d.artifacts.map((a) => h("div", { class: "step" }, ui.fold(ui.label(a.kind, a.name, a.language), a.content)))));
 }`
 })

@@ -57,7 +57,6 @@ export const decisionsView = defineView({
         { key: "latency_ms", label: "Latency", num: true, value: (d) => d.latency_ms, cell: (d) => fmt.ms(d.latency_ms) }
       ]
     }),
-    data.next_cursor && ui.canDrill() ? h("div", { style: "margin-top:10px;text-align:right" },
-      h("button", { class: "back", type: "button", text: "Next page →", onclick: () => ui.drill({ ...params, view: "decisions", cursor: data.next_cursor }) })) : null));
+    ui.pager({ ...params, view: "decisions" }, data.next_cursor)));
 }`
 })

@@ -2,33 +2,33 @@ import { Effect, Schema } from "effect"
 import { DecisionSummary } from "../../../domain/decision.ts"
 import { SessionDetail } from "../../../domain/ledger.ts"
 import { LedgerQuery } from "../../../query/LedgerQuery.ts"
-import { sessionIdParam } from "../../tools/params.ts"
+import { pageFields, sessionIdParam } from "../../tools/params.ts"
 import { decisionLine, plural, score, usd, when } from "../../tools/text.ts"
 import { defineView } from "../View.ts"
-import { collect } from "./shared.ts"
 
-const MAX_TIMELINE = 300
+/** decisions per page of the timeline: a session of any length opens with its first page */
+const TIMELINE_PAGE = 100
 
 export const sessionView = defineView({
   name: "session",
   title: "Session timeline",
-  description: "`session`: one session's health and its decisions as a timeline (needs `session_id`).",
-  params: Schema.Struct({ session_id: sessionIdParam }),
+  description: "`session`: one session's health and its decisions as a timeline, a page at a time (needs `session_id`; `limit`, `cursor`).",
+  params: Schema.Struct({ session_id: sessionIdParam, ...pageFields }),
   data: Schema.Struct({
     session: SessionDetail,
-    /** the session's decisions, oldest first */
+    /** one page of the session's decisions, oldest first */
     timeline: Schema.Array(DecisionSummary),
-    timeline_complete: Schema.Boolean
+    /** the next page's cursor; null on the last page */
+    next_cursor: Schema.NullOr(Schema.String)
   }),
-  load: (principal, { session_id }) =>
+  load: (principal, { session_id, limit, cursor }) =>
     Effect.gen(function*() {
       const query = yield* LedgerQuery
-      const session = yield* query.getSession(principal, session_id)
-      const timeline = yield* collect(
-        (page) => query.listSessionDecisions(principal, session_id, { order: "oldest", ...page }),
-        MAX_TIMELINE
-      )
-      return { session, timeline: timeline.items, timeline_complete: timeline.complete }
+      const [session, page] = yield* Effect.all([
+        query.getSession(principal, session_id),
+        query.listSessionDecisions(principal, session_id, { order: "oldest", limit: limit ?? TIMELINE_PAGE, cursor })
+      ], { concurrency: 2 })
+      return { session, timeline: page.data, next_cursor: page.next_cursor }
     }),
   heading: (data) => data.session.summary || `Session of ${data.session.agent_id}`,
   text: (data) => {
@@ -40,11 +40,11 @@ export const sessionView = defineView({
       `Health: ${s.health.status}${s.health.reasons.length > 0 ? ` — ${s.health.reasons.join("; ")}` : ""} ` +
       `(error rate ${score(s.health.error_rate)}, loops ${s.health.loops}, p95 latency ${s.health.p95_latency_ms ?? "–"} ms)`,
       ...(s.summary ? [`Summary: ${s.summary}`] : []),
-      `Timeline (${data.timeline.length}${data.timeline_complete ? "" : "+"} decisions, oldest first):`,
+      `Timeline (${data.timeline.length} decisions, oldest first${data.next_cursor === null ? "" : `; next page: cursor ${data.next_cursor}`}):`,
       ...data.timeline.map(decisionLine)
     ].join("\n")
   },
-  render: String.raw`(data, ui) => {
+  render: String.raw`(data, ui, params) => {
   const { h, fmt } = ui;
   const s = data.session;
   const health = s.health;
@@ -87,14 +87,15 @@ export const sessionView = defineView({
     ui.card("Latency per step",
       ui.columns(timeline.map((d, i) => ({ label: "#" + (i + 1) + " " + d.title, short: String(i + 1), values: [d.latency_ms] })),
         { series: [{ name: "latency", color: "#14b8a6" }], format: fmt.ms, label: "latency per decision" })),
-    ui.card("Timeline" + (data.timeline_complete ? "" : " (first " + timeline.length + ")"),
+    ui.card("Timeline" + (params.cursor || data.next_cursor ? " (" + timeline.length + " on this page)" : ""),
       timeline.length === 0 ? ui.empty("No decisions visible in this session.") :
       h("ol", { class: "timeline" }, timeline.map((d, i) => h("li", { "data-ledger-id": d.ledger_id },
         h("span", { class: "dot " + dotTone(d) }),
         h("div", { style: "display:flex;flex-wrap:wrap;gap:8px;align-items:baseline" },
-          h("span", { class: "faint mono", text: "#" + (i + 1) + " +" + fmt.ms(Date.parse(d.created_at) - first) }),
+          h("span", { class: "faint mono", text: (params.cursor ? "" : "#" + (i + 1) + " ") + "+" + fmt.ms(Date.parse(d.created_at) - first) }),
           ui.link(d.title || d.ledger_id, { view: "decision", ledger_id: d.ledger_id }),
           ui.outcome(d.outcome)),
-        h("div", { class: "muted", style: "font-size:12.5px", text: [fmt.time(d.created_at), d.provider + "/" + d.model, d.intent.replace("_", " "), fmt.usd(d.cost_usd), fmt.ms(d.latency_ms), "quality " + fmt.score(d.quality)].join(" · ") }))))));
+        h("div", { class: "muted", style: "font-size:12.5px", text: [fmt.time(d.created_at), d.provider + "/" + d.model, d.intent.replace("_", " "), fmt.usd(d.cost_usd), fmt.ms(d.latency_ms), "quality " + fmt.score(d.quality)].join(" · ") })))),
+      ui.pager({ ...params, view: "session" }, data.next_cursor)));
 }`
 })

@@ -1,0 +1,181 @@
+/**
+ * Sign-in, sign-up (or joining by invitation), one-time sign-in links and sign-out. Every POST is checked for its
+ * origin and CSRF token first; sign-in counts failures per account and attempts per address (SignInLimiter); every
+ * success starts a new session with a new cookie value.
+ */
+import { Clock, Effect } from "effect"
+import { type HttpServerRequest, HttpServerResponse } from "effect/http"
+import { tokenBuckets } from "../../api/RateLimiter.ts"
+import { csrfTokenOf } from "../../auth/AppSessions.ts"
+import type { MemberIds } from "../../auth/Credentials.ts"
+import { addressOf, anonymousCsrf, csrfValid, sameOrigin, seeOther, signedIn, withFormCookie, withoutSession, withSession } from "../browser.ts"
+import { type AppContext, frameUser, messagePage, readForm, requireMember } from "../context.ts"
+import { csrfField, html, page, pageResponse } from "../html.ts"
+import { type FormState, invitationPage, passwordPage, provisionedPage, signInPage, signupClosedPage, signUpPage } from "../pages/account.ts"
+
+/** sign-ups (and invitation acceptances) per address and minute */
+const SIGNUPS_PER_MINUTE = 10
+
+/** Where to go after sign-in: a path of this site, never another origin. */
+const localPath = (next: string | null | undefined) =>
+  typeof next === "string" && next.startsWith("/") && !next.startsWith("//") && !next.startsWith("/\\") ? next : "/"
+
+const forbidden = () => messagePage("Refused", "This form has expired or did not come from this site. Go back, reload the page and try again.", 403)
+
+export const accountHandlers = (context: AppContext) => {
+  const { accounts, sessions, limiter, names, config } = context
+  const signups = tokenBuckets(SIGNUPS_PER_MINUTE / 60, SIGNUPS_PER_MINUTE)
+
+  /** A signed-out form page with its CSRF cookie. */
+  const anonymousPage = (request: HttpServerRequest.HttpServerRequest, draw: (csrf: string) => ReturnType<typeof signInPage>, status = 200) => {
+    const { token, fresh } = anonymousCsrf(request, names)
+    return withFormCookie(pageResponse(draw(token), status), names, fresh)
+  }
+
+  const startSession = (member: MemberIds, response: HttpServerResponse.HttpServerResponse) =>
+    Effect.map(sessions.start(member), (token) => withSession(response, names, token))
+
+  /** Checks every POST: same origin and a valid form token (from the session when there is one). */
+  const checkedPost = (request: HttpServerRequest.HttpServerRequest, session?: string) =>
+    Effect.map(readForm(request), (form) => (sameOrigin(request, config.publicUrl) && csrfValid(request, names, form, session) ? form : undefined))
+
+  const signInGet = Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest) {
+    const next = new URL(request.url, config.publicUrl).searchParams.get("next")
+    if ((yield* signedIn(request, names, sessions)) !== undefined) return seeOther(localPath(next))
+    return anonymousPage(request, (csrf) => signInPage(csrf, {}, { signup: config.signup, next: next ?? undefined }))
+  })
+
+  const signInPost = Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest) {
+    const form = yield* checkedPost(request)
+    if (form === undefined) return forbidden()
+    const email = (form.get("email") ?? "").slice(0, 320)
+    const password = (form.get("password") ?? "").slice(0, 1024)
+    const next = form.get("next") ?? undefined
+    const again = (state: FormState, status: number) =>
+      anonymousPage(request, (csrf) => signInPage(csrf, { values: { email }, ...state }, { signup: config.signup, next }), status)
+    const wait = yield* limiter.check(email, addressOf(request))
+    if (wait > 0) {
+      yield* Effect.logWarning("app sign-in limited").pipe(Effect.annotateLogs({ address: addressOf(request) }))
+      return HttpServerResponse.setHeader(
+        again({ notice: `Too many sign-in attempts. Try again in ${Math.ceil(wait / 60)} minute${wait > 60 ? "s" : ""}.` }, 429),
+        "retry-after",
+        String(wait)
+      )
+    }
+    const member = yield* accounts.signIn(email, password)
+    if (member === undefined) {
+      yield* limiter.failed(email)
+      return again({ notice: "That email and password do not match an account." }, 401)
+    }
+    yield* limiter.succeeded(email)
+    yield* Effect.logInfo("app sign-in").pipe(Effect.annotateLogs({ tenant_id: member.tenant_id, user_id: member.user_id }))
+    return yield* startSession(member, seeOther(localPath(next)))
+  })
+
+  const signUpGet = Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest) {
+    const invitation = new URL(request.url, config.publicUrl).searchParams.get("invitation")
+    if (invitation !== null && config.signup !== "closed") {
+      const pending = yield* accounts.pendingInvitation(invitation)
+      if (pending === undefined) return messagePage("Invitation", "This invitation has expired or was already used. Ask for a new one.", 404)
+      return anonymousPage(request, (csrf) => invitationPage(csrf, invitation, pending, {}))
+    }
+    if (config.signup !== "open") return pageResponse(signupClosedPage(config.signup), 403)
+    return anonymousPage(request, (csrf) => signUpPage(csrf, {}))
+  })
+
+  const signUpPost = Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest) {
+    const form = yield* checkedPost(request)
+    if (form === undefined) return forbidden()
+    const wait = signups(addressOf(request), yield* Clock.currentTimeMillis)
+    if (wait > 0) return HttpServerResponse.setHeader(messagePage("Sign-up", "Too many sign-ups from your address; try again in a minute.", 429), "retry-after", String(wait))
+    const invitation = form.get("invitation")
+    const password = (form.get("password") ?? "").slice(0, 2048)
+    if (invitation !== null) {
+      if (config.signup === "closed") return pageResponse(signupClosedPage(config.signup), 403)
+      const joined = yield* accounts.acceptInvitation(invitation, password).pipe(
+        Effect.map((ok) => ({ ok, refused: undefined })),
+        Effect.catchTags({
+          NotFound: (refused) => Effect.succeed({ ok: undefined, refused }),
+          AccountProblem: (refused) => Effect.succeed({ ok: undefined, refused })
+        })
+      )
+      if (joined.refused?._tag === "NotFound") return messagePage("Invitation", joined.refused.message, 404)
+      if (joined.refused?._tag === "AccountProblem") {
+        const problem = joined.refused
+        const pending = yield* accounts.pendingInvitation(invitation)
+        if (pending === undefined) return messagePage("Invitation", "This invitation has expired or was already used.", 404)
+        return anonymousPage(request, (csrf) => invitationPage(csrf, invitation, pending, { problem }), 400)
+      }
+      return yield* provisioned(joined.ok!)
+    }
+    if (config.signup !== "open") return pageResponse(signupClosedPage(config.signup), 403)
+    const values = { organisation: form.get("organisation") ?? "", workspace: form.get("workspace") ?? "", email: form.get("email") ?? "" }
+    const created = yield* accounts.signUp({ ...values, password }).pipe(
+      Effect.map((ok) => ({ ok, problem: undefined })),
+      Effect.catchTag("AccountProblem", (problem) => Effect.succeed({ ok: undefined, problem }))
+    )
+    if (created.problem !== undefined) {
+      const problem = created.problem
+      return anonymousPage(request, (csrf) => signUpPage(csrf, { values, problem }), 400)
+    }
+    return yield* provisioned(created.ok!)
+  })
+
+  /** The keys of a new account or membership, shown once, on the first page of its new session. */
+  const provisioned = (created: MemberIds & { readonly gateway_key: string; readonly pat: string | null }) =>
+    Effect.gen(function*() {
+      const token = yield* sessions.start(created)
+      const member = yield* sessions.resolve(token)
+      if (member === undefined) return messagePage("Sign-up", "Your account was created, but its session could not be opened: sign in.", 500)
+      const user = frameUser({ member, session: token, csrf: csrfTokenOf(token) })
+      return withSession(pageResponse(provisionedPage(user, context.setup, created)), names, token)
+    })
+
+  const linkGet = Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest) {
+    const token = new URL(request.url, config.publicUrl).searchParams.get("token") ?? ""
+    // a page with a button, not a sign-in on GET: link previews and prefetchers must not use the link up
+    return anonymousPage(request, (csrf) =>
+      page({
+        title: "Sign in",
+        body: html`<div class="narrow"><section class="card"><p>This one-time link signs you in to the ledger.</p>
+<form method="post" action="/signin/link" class="stack">${csrfField(csrf)}<input type="hidden" name="token" value="${token}">
+<button type="submit" class="primary">Sign in</button></form></section></div>`
+      }))
+  })
+
+  const linkPost = Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest) {
+    const form = yield* checkedPost(request)
+    if (form === undefined) return forbidden()
+    const member = yield* sessions.useSignInLink(form.get("token") ?? "")
+    if (member === undefined) return messagePage("Sign in", "This sign-in link has expired or was already used. Sign in with your password, or ask for a new link.", 404)
+    yield* Effect.logInfo("app sign-in by link").pipe(Effect.annotateLogs({ tenant_id: member.tenant_id, user_id: member.user_id }))
+    // the link is for people without a password yet: they choose one next
+    return yield* startSession(member, seeOther("/account/password"))
+  })
+
+  const passwordGet = (request: HttpServerRequest.HttpServerRequest) =>
+    requireMember(context, request, (signed) => Effect.succeed(pageResponse(passwordPage(frameUser(signed), {}))))
+
+  const passwordPost = (request: HttpServerRequest.HttpServerRequest) =>
+    requireMember(context, request, (signed) =>
+      Effect.gen(function*() {
+        const form = yield* checkedPost(request, signed.session)
+        if (form === undefined) return forbidden()
+        const outcome = yield* accounts.setPassword(signed.member.principal.user_id, signed.member.email, (form.get("password") ?? "").slice(0, 2048)).pipe(
+          Effect.as<FormState>({ notice: "Your password is set." }),
+          Effect.catchTag("AccountProblem", (problem) => Effect.succeed<FormState>({ problem }))
+        )
+        return pageResponse(passwordPage(frameUser(signed), outcome), outcome.problem === undefined ? 200 : 400)
+      }))
+
+  const signOut = Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest) {
+    const signed = yield* signedIn(request, names, sessions)
+    if (signed === undefined) return withoutSession(seeOther("/signin"), names)
+    const form = yield* checkedPost(request, signed.session)
+    if (form === undefined) return forbidden()
+    yield* sessions.end(signed.session)
+    return withoutSession(seeOther("/signin"), names)
+  })
+
+  return { signInGet, signInPost, signUpGet, signUpPost, linkGet, linkPost, signOut, passwordGet, passwordPost }
+}
