@@ -30,7 +30,7 @@ import { VIEW_PATHS } from "./paths.ts"
 import { accountHandlers } from "./routes/account.ts"
 import { adminHandlers } from "./routes/admin.ts"
 import { ledgerHandlers } from "./routes/ledger.ts"
-import { SignInLimiter } from "./SignInLimiter.ts"
+import { SignInLimiter } from "../auth/SignInLimiter.ts"
 
 /** Where the gateway is, for the setup snippets: the public host, the gateway's port. */
 const gatewayUrlOf = (publicUrl: string, gatewayPort: number) => {
@@ -81,4 +81,4 @@ const routes = HttpRouter.use(Effect.fnUntraced(function*(router) {
   for (const [method, path, handler] of pages) yield* router.add(method, path, forBrowsers(handler))
 }))
 
-export const AppRoutes = routes.pipe(Layer.provide(Layer.mergeAll(SignInLimiter.layer, PipelineStatus.layer)))
+export const AppRoutes = routes.pipe(Layer.provide(PipelineStatus.layer))

@@ -12,7 +12,7 @@ import type { DatabaseUnavailable } from "../domain/errors.ts"
 import { type CookieNames, type SignedIn, signedIn } from "./browser.ts"
 import { html, notice, page, pageResponse } from "./html.ts"
 import type { Setup } from "./pages/account.ts"
-import type { SignInLimiter } from "./SignInLimiter.ts"
+import type { SignInLimiter } from "../auth/SignInLimiter.ts"
 
 export interface AppContext {
   readonly config: LedgerSettings

@@ -53,7 +53,7 @@ export const accountHandlers = (context: AppContext) => {
     const next = form.get("next") ?? undefined
     const again = (state: FormState, status: number) =>
       anonymousPage(request, (csrf) => signInPage(csrf, { values: { email }, ...state }, { signup: config.signup, next }), status)
-    const wait = yield* limiter.check(email, addressOf(request))
+    const wait = yield* limiter.attempt(email, addressOf(request))
     if (wait > 0) {
       yield* Effect.logWarning("app sign-in limited").pipe(Effect.annotateLogs({ address: addressOf(request) }))
       return HttpServerResponse.setHeader(
