@@ -262,6 +262,38 @@ describe("render_ui in a browser host", () => {
         assert.deepStrictEqual(requests.all, [])
       }))
 
+    it.effect("limit and cursor: every view render_ui advertises them for takes them and pages; the others say which views do", () =>
+      Effect.gen(function*() {
+        const { client, rows } = yield* Ledger
+        const { tools } = yield* Effect.promise(() => client.listTools())
+        const limit = (tools.find((t) => t.name === "render_ui")!.inputSchema.properties as any).limit
+        const advertised = /Views: (.*)\.$/.exec(limit.description)![1]!.split(", ")
+        assert.includeMembers(advertised, ["agents", "agent", "session", "decisions"])
+        const session = rows[0]!.session_id
+        const agent = AGENTS[0].id
+        const pages: Record<string, { args: Record<string, unknown>; items: (data: any) => ReadonlyArray<unknown>; next: (data: any) => string | null }> = {
+          agents: { args: {}, items: (d) => d.agents, next: (d) => d.next_cursor },
+          agent: { args: { agent_id: agent }, items: (d) => d.sessions, next: (d) => d.sessions_next_cursor },
+          session: { args: { session_id: session }, items: (d) => d.timeline, next: (d) => d.next_cursor },
+          decisions: { args: {}, items: (d) => d.data, next: (d) => d.next_cursor }
+        }
+        for (const view of advertised) {
+          const paging = pages[view]!
+          const first = yield* callTool(client, "render_ui", { view, ...paging.args, limit: 1 })
+          assert.notStrictEqual(first.isError, true, `${view}: ${textOf(first)}`)
+          const data = (first.structuredContent as any).data
+          assert.strictEqual(paging.items(data).length, 1, view)
+          const cursor = paging.next(data)
+          assert.isString(cursor, `${view} has a next page`)
+          const second = yield* callTool(client, "render_ui", { view, ...paging.args, limit: 1, cursor })
+          assert.notStrictEqual(second.isError, true, `${view} page 2: ${textOf(second)}`)
+          assert.notDeepEqual(paging.items((second.structuredContent as any).data), paging.items(data), `${view}: another page`)
+        }
+        const refused = yield* callTool(client, "render_ui", { view: "pulse", limit: 5 })
+        assert.isTrue(refused.isError)
+        assert.include(textOf(refused), "this view takes")
+      }))
+
     it.effect("follows the host's dark theme; an isError result is shown as an error", () =>
       Effect.gen(function*() {
         const result = yield* render({ view: "agents" })
