@@ -84,11 +84,11 @@ export const openPage = (
     ({ page }) => Effect.promise(() => page.context().close())
   )
 
-/** Writes `test/artifacts/<name>.png` (the whole page) and returns its path. */
-export const screenshot = (page: Page, name: string) =>
+/** Writes `test/artifacts/<name>.png` (the whole page, or what the window shows) and returns its path. */
+export const screenshot = (page: Page, name: string, options: { readonly fullPage?: boolean } = {}) =>
   Effect.promise(async () => {
     Fs.mkdirSync(ARTIFACTS_DIR, { recursive: true })
     const path = Path.join(ARTIFACTS_DIR, `${name}.png`)
-    await page.screenshot({ path, fullPage: true })
+    await page.screenshot({ path, fullPage: options.fullPage ?? true })
     return path
   })

@@ -71,7 +71,7 @@ ol.timeline .dot.bad{background:var(--bad)}ol.timeline .dot.warn{background:var(
 pre{white-space:pre-wrap;word-break:break-word;margin:4px 0 0;font:12.5px/1.45 var(--mono);max-height:260px;overflow:auto}
 .notice{padding:10px 12px;border-radius:8px;background:var(--sunk);color:var(--muted)}.notice.bad{color:var(--bad)}
 footer{padding:0 18px 14px;color:var(--faint);font-size:11.5px}
-details.fold summary{cursor:pointer}details.fold summary .faint{display:block;font-size:12.5px;white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
+details.fold summary{cursor:pointer;display:flex;gap:10px;align-items:baseline;min-width:0}details.fold summary .k{flex:none}details.fold summary .faint{flex:1;min-width:0;font-size:12.5px;white-space:nowrap;overflow:hidden;text-overflow:ellipsis}details.fold[open] summary .faint{display:none}
 nav.pager{display:flex;justify-content:space-between;gap:10px;margin-top:10px}
 `
 
@@ -240,14 +240,17 @@ const table = (options) => {
   return h("div", {}, h("div", { class: "tablebar" }, search, chips, count), h("div", { class: "tablewrap" }, h("table", {}, h("thead", {}, header), body)));
 };
 
-/** Long text folded: a summary with its opening words; the whole text enters the page only when opened. */
+/**
+ * Long text folded: a summary with its opening words; the whole text enters the page only when opened. "always"
+ * folds short texts too (a long trace reads as a list of one-line steps).
+ */
 const FOLD_AT = 1200;
-const fold = (head, text) => {
+const fold = (head, text, always) => {
   const value = String(text === undefined || text === null ? "" : text);
-  if (value.length <= FOLD_AT) return h("div", {}, head, h("pre", { text: value }));
+  if (value.length <= FOLD_AT && !always) return h("div", {}, head, h("pre", { text: value }));
   const body = h("pre");
   const details = h("details", { class: "fold", ontoggle: () => { if (details.open && !body.firstChild) body.textContent = value; } },
-    h("summary", {}, head, h("span", { class: "faint", text: value.slice(0, 160).replace(/\s+/g, " ") + "… (" + fmt.num(value.length) + " characters)" })),
+    h("summary", {}, head, h("span", { class: "faint", text: value.slice(0, 160).replace(/\s+/g, " ") + (value.length > 160 ? "… (" + fmt.num(value.length) + " characters)" : "") })),
     body);
   return details;
 };

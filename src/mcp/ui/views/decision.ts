@@ -17,11 +17,14 @@ export const decisionView = defineView({
   text: (data, params) => getDecision.text(data.decision, params),
   render: String.raw`(data, ui) => {
   const { h, fmt } = ui;
+  const TRACE_OPEN_STEPS = 12;
   const d = data.decision;
   const scoreCard = (label, value, detail) => ui.card(label,
     h("div", { style: "display:flex;align-items:baseline;gap:8px" }, h("span", { class: "stat", style: "border:0;padding:0" }, h("span", { class: "v", text: fmt.score(value) })), ui.badge(detail.source, "info")),
     detail.reasons.length > 0 ? h("ul", { style: "margin:6px 0 0;padding-left:18px" }, detail.reasons.map((r) => h("li", { class: "muted", text: r }))) : null);
   const usage = d.usage;
+  // a long trace (an agent's whole run) opens as one line per step
+  const foldTrace = d.logic_trace.length > TRACE_OPEN_STEPS;
   return h("div", { style: "display:grid;gap:14px" },
     h("div", { class: "grid2" },
       ui.card("Decision",
@@ -50,9 +53,9 @@ export const decisionView = defineView({
         ]))),
     d.error ? h("div", { class: "notice bad", role: "alert", text: d.error.type + (d.error.code ? " (" + d.error.code + ")" : "") + ": " + d.error.message }) : null,
     h("div", { class: "grid2" }, scoreCard("Quality", d.quality, d.quality_detail), scoreCard("Confidence", d.confidence, d.confidence_detail)),
-    ui.card("Logic trace (" + d.logic_trace.length + " steps)",
+    ui.card("Logic trace (" + d.logic_trace.length + " steps" + (foldTrace ? ", folded: open a step to read it" : "") + ")",
       d.logic_trace.length === 0 ? ui.empty("No steps recorded.") :
-      d.logic_trace.map((step) => h("div", { class: "step " + step.kind }, ui.fold(ui.label(step.index + ". " + step.kind, step.tool_name), step.text)))),
+      d.logic_trace.map((step) => h("div", { class: "step " + step.kind }, ui.fold(ui.label(step.index + ". " + step.kind, step.tool_name), step.text, foldTrace)))),
     h("div", { class: "grid2" },
       ui.card("Evidence (" + d.evidence.length + ")",
         d.evidence.length === 0 ? ui.empty("The model was given no evidence.") :
