@@ -11,7 +11,9 @@ import { Rebuilder } from "./builder/Rebuild.ts"
 import { progressBar } from "./builder/RebuildProgress.ts"
 import { CaptureStream } from "./capture/CaptureStream.ts"
 import { deadLetterIdentity, PipelineStatus, renderDeadLetters, renderReport } from "./ops/Status.ts"
+import { AppSessions } from "./auth/AppSessions.ts"
 import { Credentials } from "./auth/Credentials.ts"
+import { LedgerConfig } from "./config/LedgerConfig.ts"
 import { watch } from "./watcher/command.ts"
 
 const json = Flag.Boolean("json").pipe(Flag.withDescription("print machine-readable JSON"), Flag.withDefault(false))
@@ -114,10 +116,27 @@ const tokenRevoke = Command.make(
   })
 ).pipe(Command.withDescription("revoke a token"))
 
+const signInLink = Command.make(
+  "signin-link",
+  {
+    email: Flag.String("email").pipe(Flag.withDescription("the member's email")),
+    workspace: Flag.String("workspace").pipe(Flag.withDescription("workspace name")),
+    tenant: Flag.String("tenant").pipe(Flag.withDescription("tenant name, when the workspace name is not unique"), Flag.optional),
+    json
+  },
+  Effect.fn(function*({ email, workspace, tenant, json }) {
+    const member = yield* Credentials.use((credentials) => credentials.member({ email, workspace, tenant: Option.getOrUndefined(tenant) }))
+    const token = yield* AppSessions.use((sessions) => sessions.createSignInLink(member))
+    const url = `${(yield* LedgerConfig).publicUrl}/signin/link?token=${token}`
+    yield* Console.log(json ? JSON.stringify({ url }) : `${url}\n(one use, valid 24 hours; then choose a password at /account/password)`)
+  })
+).pipe(Command.withDescription("print a one-time link that signs the member in to the app (for users without a password)"))
+
 const admin = Command.make("admin").pipe(
   Command.withDescription("administration: tenants, users and tokens"),
   Command.withSubcommands([
     bootstrap.pipe(Command.provide(AdminLive)),
+    signInLink.pipe(Command.provide(AdminLive)),
     Command.make("token").pipe(
       Command.withDescription("issue and revoke tokens"),
       Command.withSubcommands([tokenCreate.pipe(Command.provide(AdminLive)), tokenRevoke.pipe(Command.provide(AdminLive))])

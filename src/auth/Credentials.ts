@@ -103,6 +103,8 @@ export class Credentials extends Context.Service<Credentials, {
   }): Effect.Effect<BootstrapResult, DatabaseUnavailable>
   /** Issues a token for a member of the workspace (by name); `tenant` disambiguates a workspace name used twice. */
   createToken(input: CreateTokenInput): Effect.Effect<{ readonly token_id: string; readonly token: string }, NotFound | BadRequest | DatabaseUnavailable>
+  /** The member of a workspace (by names), as `ledger admin` names them. */
+  member(input: { readonly email: string; readonly workspace: string; readonly tenant?: string | undefined }): Effect.Effect<MemberIds, NotFound | BadRequest | DatabaseUnavailable>
   /** Revokes a credential by id; false when there is no such (unrevoked) credential. */
   revoke(tokenId: string): Effect.Effect<boolean, DatabaseUnavailable>
   /** Issues a token to a member of a workspace (the app's Admin → API Keys, sign-up, an accepted invitation). */
@@ -164,10 +166,10 @@ export class Credentials extends Context.Service<Credentials, {
         }))
       })
 
-      const createToken = Effect.fn("Credentials.createToken")(function*(input: CreateTokenInput) {
-        return yield* tenantSql.control(Effect.gen(function*() {
+      const findMember = (input: { readonly email: string; readonly workspace: string; readonly tenant?: string | undefined }) =>
+        Effect.gen(function*() {
           const sql = yield* ScopedSql
-          const members = yield* sql<{ tenant_id: string; workspace_id: string; user_id: string }>`
+          const members = yield* sql<MemberIds>`
             SELECT m.tenant_id, m.workspace_id, m.user_id
             FROM memberships m
             JOIN workspaces w ON w.workspace_id = m.workspace_id
@@ -181,7 +183,17 @@ export class Credentials extends Context.Service<Credentials, {
           if (members.length > 1) {
             return yield* new BadRequest({ message: `workspace ${input.workspace} exists in several tenants: pass --tenant`, param: "tenant" })
           }
-          return yield* issue(one(members), input.kind, input.expiresAt ?? null, input.name ?? null)
+          return one(members)
+        })
+
+      const member = Effect.fn("Credentials.member")(function*(input: { readonly email: string; readonly workspace: string; readonly tenant?: string | undefined }) {
+        return yield* tenantSql.control(findMember(input))
+      })
+
+      const createToken = Effect.fn("Credentials.createToken")(function*(input: CreateTokenInput) {
+        return yield* tenantSql.control(Effect.gen(function*() {
+          const found = yield* findMember(input)
+          return yield* issue(found, input.kind, input.expiresAt ?? null, input.name ?? null)
         }))
       })
 
@@ -243,7 +255,7 @@ export class Credentials extends Context.Service<Credentials, {
         }))
       })
 
-      return Credentials.of({ bootstrap, createToken, revoke, resolve, issue: issueTo, list, revokeIn })
+      return Credentials.of({ bootstrap, createToken, member, revoke, resolve, issue: issueTo, list, revokeIn })
     })
   )
 }

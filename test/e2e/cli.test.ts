@@ -23,7 +23,7 @@ const exited = (child: ChildProcess) =>
   })
 
 describe("ledger CLI", () => {
-  it.live("admin bootstrap / token create / token revoke print exactly the documented JSON; migrate is idempotent", () =>
+  it.live("admin bootstrap / token create / token revoke / signin-link print exactly the documented JSON; migrate is idempotent", () =>
     Effect.gen(function*() {
       const db = yield* testDatabase
       const env = { DATABASE_URL: db.url }
@@ -67,6 +67,14 @@ describe("ledger CLI", () => {
 
       const unknownMember = yield* ledger(["admin", "token", "create", "--email", "nobody@acme.test", "--workspace", "ops", "--kind", "pat", "--json"], env)
       assert.notStrictEqual(unknownMember.code, 0)
+
+      // a one-time app sign-in link for a user without a password
+      const link = yield* ledger(["admin", "signin-link", "--email", "ann@acme.test", "--workspace", "ops", "--json"], { ...env, LEDGER_PUBLIC_URL: "https://ledger.example" })
+      assert.strictEqual(link.code, 0, link.stderr)
+      const { url } = JSON.parse(link.stdout)
+      assert.match(url, /^https:\/\/ledger\.example\/signin\/link\?token=[A-Za-z0-9_-]{43}$/)
+      const noMember = yield* ledger(["admin", "signin-link", "--email", "nobody@acme.test", "--workspace", "ops"], env)
+      assert.notStrictEqual(noMember.code, 0)
     }).pipe(Effect.scoped), 120_000)
 
   it.live("serve with no database or Redis configured: healthy on both ports, credentials.json 0600, exits on SIGTERM", () =>
@@ -103,6 +111,28 @@ describe("ledger CLI", () => {
       assert.match(credentials.pat, /^ldg_pat_/)
       assert.match(credentials.gateway_key, /^ldg_gw_/)
       assert.include(output(), file, "prints where the credentials are")
+      // and a one-time sign-in link to the app for the bootstrapped admin, which signs in once
+      const link = /(http:\/\/\S+\/signin\/link\?token=[A-Za-z0-9_-]{43})/.exec(output())![1]!
+      const form = yield* Effect.promise(async () => {
+        const page = await fetch(link)
+        const csrf = /name="csrf" value="([^"]+)"/.exec(await page.text())![1]!
+        const cookie = page.headers.getSetCookie()[0]!.split(";")[0]!
+        return { csrf, cookie }
+      })
+      const signIn = (token: string) =>
+        Effect.promise(() =>
+          fetch(new URL("/signin/link", link), {
+            method: "POST",
+            redirect: "manual",
+            headers: { cookie: form.cookie, origin: new URL(link).origin, "content-type": "application/x-www-form-urlencoded" },
+            body: new URLSearchParams({ csrf: form.csrf, token }).toString()
+          })
+        )
+      const token = new URL(link).searchParams.get("token")!
+      const first = yield* signIn(token)
+      assert.strictEqual(first.status, 303)
+      assert.strictEqual(first.headers.get("location"), "/account/password")
+      assert.strictEqual((yield* signIn(token)).status, 404, "the link works once")
 
       const stopping = Date.now()
       child.kill("SIGTERM")
