@@ -97,8 +97,12 @@ layer(AppLive, { timeout: 240_000, excludeTestServices: true })("the app in a br
         await page.waitForURL(`${app.baseUrl}/signup`)
       })
       yield* check(page, "keys-once")
-      const gatewayKey = yield* Effect.promise(() => page.locator("#gateway-key").innerText())
+      // copy the Gateway Key as a person does: its Copy button, then the clipboard
+      yield* Effect.promise(() => page.context().grantPermissions(["clipboard-read", "clipboard-write"], { origin: app.baseUrl }))
+      yield* Effect.promise(() => page.locator("button[data-copy='gateway-key']").click())
+      const gatewayKey = yield* Effect.promise(() => page.evaluate(() => navigator.clipboard.readText()))
       assert.match(gatewayKey, /^ldg_gw_/)
+      assert.strictEqual(gatewayKey, yield* Effect.promise(() => page.locator("#gateway-key").innerText()))
       const snippet = yield* Effect.promise(() => page.locator("#setup-openai").innerText())
       assert.include(snippet, gatewayKey)
       assert.include(yield* Effect.promise(() => page.locator("#setup-claude").innerText()), "ANTHROPIC_BASE_URL=")
@@ -113,7 +117,11 @@ layer(AppLive, { timeout: 240_000, excludeTestServices: true })("the app in a br
       yield* Effect.promise(() => page.locator("a.drill", { hasText: "billing-agent" }).first().click())
       yield* Effect.promise(() => page.waitForURL(/\/agents\/billing-agent$/))
       yield* check(page, "agent")
-      yield* Effect.promise(() => page.locator("tbody tr.clickable").first().click())
+      // by keyboard: focus the session's row, Enter
+      yield* Effect.promise(async () => {
+        await page.locator("tbody tr.clickable").first().focus()
+        await page.keyboard.press("Enter")
+      })
       yield* Effect.promise(() => page.waitForURL(/\/sessions\/[0-9a-f-]{36}$/))
       const sessionUrl = page.url()
       yield* check(page, "session")
@@ -179,6 +187,7 @@ layer(AppLive, { timeout: 240_000, excludeTestServices: true })("the app in a br
       const rexKey = yield* Effect.promise(() => rex.page.locator("#gateway-key").innerText())
       yield* Effect.promise(() => rex.page.getByRole("button", { name: "Sign out" }).click())
       yield* Effect.promise(() => rex.page.waitForURL(/\/signin$/))
+      yield* check(rex.page, "signin")
       yield* Effect.promise(async () => {
         await rex.page.getByLabel("Email").fill("rex@initech.test")
         await rex.page.getByLabel("Password").fill("rex's own passphrase")
@@ -213,6 +222,7 @@ layer(AppLive, { timeout: 240_000, excludeTestServices: true })("the app in a br
         await operator.page.getByRole("button", { name: "Set password" }).click()
         await operator.page.waitForSelector(".notice.ok")
       })
+      yield* check(operator.page, "password-set")
       const reused = yield* Effect.promise(async () => {
         const response = await fetch(`${app.baseUrl}/signin/link?token=${linkToken}`)
         return response.status

@@ -56,7 +56,7 @@ svg.chart{width:100%;height:auto;display:block}svg.chart text{fill:var(--faint);
 table{border-collapse:collapse;width:100%;font-size:13px}th,td{padding:7px 10px;border-bottom:1px solid var(--line);text-align:left;vertical-align:top}
 th{position:sticky;top:0;background:var(--sunk);font-weight:650;color:var(--muted);cursor:pointer;user-select:none;white-space:nowrap}
 th[aria-sort=ascending]::after{content:" ▲";font-size:10px}th[aria-sort=descending]::after{content:" ▼";font-size:10px}
-tbody tr:hover{background:color-mix(in srgb,var(--brand) 6%,transparent)}tbody tr.clickable{cursor:pointer}
+tbody tr:hover{background:color-mix(in srgb,var(--brand) 6%,transparent)}tbody tr.clickable{cursor:pointer}tbody tr.clickable:focus-visible{outline:2px solid var(--brand);outline-offset:-2px}
 .count{color:var(--faint);font-size:12.5px}
 dl.kv{display:grid;grid-template-columns:max-content 1fr;gap:4px 14px;margin:0}dl.kv dt{color:var(--muted)}dl.kv dd{margin:0;min-width:0;word-break:break-word}
 ol.timeline{list-style:none;margin:0;padding:0;position:relative}
@@ -230,7 +230,9 @@ const table = (options) => {
     body.replaceChildren(...rows.map((row) => {
       const args = options.args && options.args(row);
       const drillable = args && canDrill();
-      return h("tr", { class: drillable ? "clickable" : "", onclick: drillable ? () => drill(args) : null },
+      // a drillable row is reachable by keyboard too: Tab to it, Enter to open it
+      return h("tr", { class: drillable ? "clickable" : "", tabindex: drillable ? "0" : null, onclick: drillable ? () => drill(args) : null,
+        onkeydown: drillable ? (e) => { if (e.key === "Enter" && e.target === e.currentTarget) drill(args); } : null },
         columnsDef.map((c) => h("td", { class: [c.num ? "num" : "", c.nowrap ? "nowrap" : "", c.wide ? "wide" : ""].join(" ").trim() }, c.cell ? c.cell(row) : c.value(row))));
     }));
     if (rows.length === 0) body.replaceChildren(h("tr", {}, h("td", { colspan: columnsDef.length, class: "muted", text: options.empty || "No rows match." })));
