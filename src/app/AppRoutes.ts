@@ -1,7 +1,7 @@
 /**
  * The app on the API port (README, "The app"): sign-up and sign-in, the ledger's views as pages, Admin → API Keys,
  * Members and Pipeline, and the assets they load. Handlers live in ./routes (account, ledger, admin); pages in
- * ./pages; what protects a browser (cookies, CSRF, origin) in ./browser.ts.
+ * ./pages; what protects a browser (cookies, CSRF, origin)  in ../auth/browser.ts.
  *
  *   GET  /signin, POST /signin              password sign-in (limited per account and address)
  *   GET  /signin/link?token=, POST          one-time sign-in link (the first run prints one)
@@ -24,7 +24,7 @@ import type { DatabaseUnavailable } from "../domain/errors.ts"
 import type { ViewsServices } from "../mcp/ui/loadView.ts"
 import { PipelineStatus } from "../ops/Status.ts"
 import { ASSETS, assetResponse } from "./assets.ts"
-import { cookieNames } from "./browser.ts"
+import { cookieNames } from "../auth/browser.ts"
 import { type AppContext, forBrowsers } from "./context.ts"
 import { VIEW_PATHS } from "./paths.ts"
 import { accountHandlers } from "./routes/account.ts"

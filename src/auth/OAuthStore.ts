@@ -1,5 +1,6 @@
 /**
- * The authorization server's records (tables of migration 0004_oauth): registered clients, authorizations (a
+ * The authorization server's records (tables of migration 0004_oauth): clients (registered ones, and public clients
+ * known by their metadata document, keyed by its URL and written when a user signs in for one), authorizations (a
  * sign-in ticket, then a one-time authorization code) and issued tokens. Secrets — client secrets, tickets, codes,
  * tokens — are stored only as sha256 hashes. Everything runs as the control role (`TenantSql.control`).
  *
@@ -112,11 +113,14 @@ export class OAuthStore extends Context.Service<OAuthStore, {
   memberships(tenantId: string, userId: string): Effect.Effect<{ readonly email: string; readonly workspaces: ReadonlyArray<Membership> }, DatabaseUnavailable>
   /**
    * Records a signed-in user's authorization request; returns the ticket that carries it to the consent step, or
-   * undefined when the client is gone (the sweeper deleted it since it was looked up).
+   * undefined when the client is gone (the sweeper deleted it since it was looked up). `documentClient`, a public
+   * client known by its metadata document (its client_id is the document's URL): its row is written first, or
+   * refreshed with what the document says now, in the same transaction.
    */
   startAuthorization(
     request: AuthorizationRequest,
-    user: { readonly tenant_id: string; readonly user_id: string }
+    user: { readonly tenant_id: string; readonly user_id: string },
+    documentClient?: Pick<OAuthClient, "client_id" | "redirect_uris" | "metadata">
   ): Effect.Effect<string | undefined, DatabaseUnavailable>
   /** The pending authorization of a ticket (unexpired, not yet answered). */
   pendingAuthorization(ticket: string): Effect.Effect<Authorization | undefined, DatabaseUnavailable>
@@ -221,11 +225,19 @@ export class OAuthStore extends Context.Service<OAuthStore, {
 
       const startAuthorization = Effect.fn("OAuthStore.startAuthorization")(function*(
         request: AuthorizationRequest,
-        user: { readonly tenant_id: string; readonly user_id: string }
+        user: { readonly tenant_id: string; readonly user_id: string },
+        documentClient?: Pick<OAuthClient, "client_id" | "redirect_uris" | "metadata">
       ) {
         const ticket = random("")
         return yield* control(Effect.gen(function*() {
           const sql = yield* ScopedSql
+          if (documentClient !== undefined && documentClient.client_id === request.client_id) {
+            // never over a client with a secret (a registered client's id is never a URL; this keeps it so)
+            yield* sql`INSERT INTO oauth_clients (client_id, client_secret_hash, token_endpoint_auth_method, redirect_uris, metadata)
+              VALUES (${documentClient.client_id}, NULL, 'none', ${documentClient.redirect_uris}::text[], ${JSON.stringify(documentClient.metadata)}::jsonb)
+              ON CONFLICT (client_id) DO UPDATE SET redirect_uris = EXCLUDED.redirect_uris, metadata = EXCLUDED.metadata
+                WHERE oauth_clients.client_secret_hash IS NULL`
+          }
           // from the client's row, locked: a sweep deleting it meanwhile leaves nothing to insert (rather than a
           // foreign-key error)
           const inserted = yield* sql`INSERT INTO oauth_authorizations (authorization_id, client_id, redirect_uri, code_challenge,

@@ -20,9 +20,8 @@ import {
   beginSdkAuthorization,
   callTool,
   grantByForms,
+  mcpAccepts,
   mcpClient,
-  mcpTransport,
-  newMcpClient,
   pkcePair,
   postForm,
   registerOAuthClient,
@@ -84,23 +83,8 @@ const grant = (redirect: string) =>
     return yield* Effect.promise(() => grantByForms(baseUrl, { pat, workspaceId: principal.workspace_id, redirect }))
   })
 
-/** Whether a bearer token is accepted by /mcp (a tools/list round trip with the SDK client). */
-const accepted = (token: string) =>
-  Effect.gen(function*() {
-    const { baseUrl } = yield* ApiStack
-    return yield* Effect.promise(async () => {
-      const client = newMcpClient()
-      try {
-        await client.connect(mcpTransport(baseUrl, { token }))
-        await client.listTools()
-        return true
-      } catch {
-        return false
-      } finally {
-        await client.close()
-      }
-    })
-  })
+/** Whether /mcp accepts a bearer token. */
+const accepted = (token: string) => Effect.flatMap(ApiStack, ({ baseUrl }) => Effect.promise(() => mcpAccepts(baseUrl, token)))
 
 const challengeOf = (token: string) =>
   Effect.gen(function*() {
@@ -147,12 +131,14 @@ describe("MCP OAuth", () => {
         yield* Effect.promise(() => page.goto(authorize.toString()))
         assert.include(yield* Effect.promise(() => page.locator("h1").innerText()), "Ledger e2e client")
         yield* screenshot(page, "oauth-signin")
+        // the token is the page's second way in, below the email and password
+        yield* Effect.promise(() => page.click("summary"))
         yield* Effect.promise(() => page.fill("#pat", "ldg_pat_wrong"))
-        yield* Effect.promise(() => page.click("button[type=submit]"))
+        yield* Effect.promise(() => page.click("details button[type=submit]"))
         assert.include(yield* Effect.promise(() => page.locator(".error").innerText()), "not accepted")
         const { pat } = yield* ApiStack
         yield* Effect.promise(() => page.fill("#pat", pat))
-        yield* Effect.promise(() => page.click("button[type=submit]"))
+        yield* Effect.promise(() => page.click("details button[type=submit]"))
         yield* Effect.promise(() => page.waitForSelector("input[name=workspace_id]"))
         assert.include(yield* Effect.promise(() => page.locator("main").innerText()), "ann@acme.test")
         assert.sameMembers(

@@ -207,3 +207,17 @@ export const beginSdkAuthorization = (baseUrl: string, redirectUrl: string) =>
     if (!(refused instanceof UnauthorizedError)) throw new Error(`expected the SDK to ask for authorization, got ${String(refused)}`)
     return { provider, transport, authorizationUrl: provider.authorizationUrl! }
   })
+
+/** Whether /mcp accepts a bearer token: a tools/list round trip with the SDK client. */
+export const mcpAccepts = async (baseUrl: string, token: string): Promise<boolean> => {
+  const client = newMcpClient()
+  try {
+    await client.connect(mcpTransport(baseUrl, { token }))
+    await client.listTools()
+    return true
+  } catch {
+    return false
+  } finally {
+    await client.close()
+  }
+}

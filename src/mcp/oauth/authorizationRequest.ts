@@ -1,15 +1,16 @@
 /**
- * The authorization request as both ways of signing in see it (the Personal Access Token form and the OpenID
- * Connect provider): its checks, the sign-in page that carries it, and the consent page once the user is known.
+ * The authorization request as every way of signing in sees it (the account's email and password, the browser's app
+ * session, a Personal Access Token and the OpenID Connect provider): its checks, the sign-in page that carries it,
+ * and the consent page once the user is known.
  */
 import { Effect, Option } from "effect"
-import { HttpServerResponse } from "effect/http"
+import { type HttpServerRequest, HttpServerResponse } from "effect/http"
+import { anonymousCsrf, withFormCookie } from "../../auth/browser.ts"
 import { LEDGER_SCOPE } from "../urls.ts"
 import type { AuthorizationRequest, Membership, OAuthClient } from "../../auth/OAuthStore.ts"
+import { documentHost, isMetadataDocumentId, UNREGISTERED_CLIENT } from "./clientMetadataDocument.ts"
 import { consentPage, errorPage, signInPage } from "./pages.ts"
 import { isCodeChallenge, normalizeResource, type OAuthContext, OIDC_START_PATH, pageResponse, sameRedirect, withQuery } from "./protocol.ts"
-
-export const UNREGISTERED_CLIENT = "This client is not registered here. Let the MCP client register again and retry."
 
 export type AuthorizeCheck =
   | { readonly _tag: "Valid"; readonly client: OAuthClient; readonly request: AuthorizationRequest }
@@ -34,18 +35,47 @@ const requestFields = (params: URLSearchParams) =>
       .map((key) => [key, params.get(key)])
   )
 
+/** The request as a query, for links that start it again (`extra` added). */
+const requestQuery = (params: URLSearchParams, extra: Record<string, string> = {}) => {
+  const query = new URLSearchParams()
+  for (const [key, value] of Object.entries(requestFields(params))) if (value !== null) query.set(key, value)
+  for (const [key, value] of Object.entries(extra)) query.set(key, value)
+  return query.toString()
+}
+
+/** The parameters of a request checked before (the OpenID Connect login stores it), as the forms carry them. */
+export const requestParams = (request: AuthorizationRequest) => {
+  const params = new URLSearchParams({
+    response_type: "code",
+    client_id: request.client_id,
+    redirect_uri: request.redirect_uri,
+    code_challenge: request.code_challenge,
+    code_challenge_method: "S256",
+    scope: request.scope,
+    resource: request.resource
+  })
+  if (request.state !== null) params.set("state", request.state)
+  return params
+}
+
 /**
  * Checks the request's parameters. Until the client and its redirect URI are known the user sees the error; after,
  * the client is told through its redirect URI.
  */
-export const checkAuthorize = Effect.fnUntraced(function*({ store, urls }: OAuthContext, params: URLSearchParams) {
+export const checkAuthorize = Effect.fnUntraced(function*({ clients, urls }: OAuthContext, params: URLSearchParams, requester: string) {
   const clientId = params.get("client_id")
   if (!clientId) return { _tag: "Page", message: "The request names no client (client_id is missing)." } satisfies AuthorizeCheck
-  const client = yield* store.client(clientId)
-  if (client === undefined) return { _tag: "Page", message: UNREGISTERED_CLIENT } satisfies AuthorizeCheck
+  const found = yield* clients.lookup(clientId, requester)
+  if (found._tag === "Refused") return { _tag: "Page", message: found.message } satisfies AuthorizeCheck
+  const client = found.client
   const requested = params.get("redirect_uri") ?? (client.redirect_uris.length === 1 ? client.redirect_uris[0]! : null)
   if (requested === null || !client.redirect_uris.some((uri) => sameRedirect(uri, requested))) {
-    return { _tag: "Page", message: "The redirect URI does not match the client's registration." } satisfies AuthorizeCheck
+    return {
+      _tag: "Page",
+      message: isMetadataDocumentId(client.client_id)
+        ? "The redirect URI is not one of those the client's metadata document lists."
+        : "The redirect URI does not match the client's registration."
+    } satisfies AuthorizeCheck
   }
   const state = params.get("state")
   const refuse = (error: string, description: string): AuthorizeCheck => ({
@@ -76,31 +106,55 @@ export const refusedRequest = (check: Exclude<AuthorizeCheck, ValidRequest>) =>
     ? pageResponse(errorPage(check.message), 400)
     : HttpServerResponse.redirect(check.location, { status: 302 })
 
-/** The sign-in page; with a provider configured it leads with a link that starts the provider's sign-in. */
-export const signInResponse = (
-  { oidc }: OAuthContext,
-  check: ValidRequest,
-  params: URLSearchParams,
-  error?: string,
-  status = 401
-) => {
-  const request = requestFields(params)
-  const sso = Option.match(oidc, {
-    onNone: () => undefined,
-    onSome: (provider) => {
-      const query = new URLSearchParams()
-      for (const [key, value] of Object.entries(request)) if (value !== null) query.set(key, value)
-      return { name: provider.name, href: `${OIDC_START_PATH}?${query}` }
-    }
-  })
-  return pageResponse(
-    signInPage({ clientName: clientName(check.client), redirectHost: hostOf(check.request.redirect_uri), request, error, sso }),
-    error === undefined ? 200 : status,
-    check.request.redirect_uri
-  )
+export interface SignInOptions {
+  readonly error?: string | undefined
+  readonly status?: number | undefined
+  /** the form the error is about */
+  readonly failed?: "password" | "pat" | undefined
+  /** the email to fill in again */
+  readonly email?: string | undefined
 }
 
-/** The consent step for a signed-in user: a ticket carries the checked request to the user's answer. */
+/**
+ * The sign-in page: the account's email and password first (its form carries a CSRF token tied to the app's
+ * signed-out form cookie, set here when the browser has none), the provider's sign-in when one is configured, and
+ * a Personal Access Token.
+ */
+export const signInResponse = (
+  { cookies, oidc }: OAuthContext,
+  httpRequest: HttpServerRequest.HttpServerRequest,
+  check: ValidRequest,
+  params: URLSearchParams,
+  options: SignInOptions = {}
+) => {
+  const sso = Option.match(oidc, {
+    onNone: () => undefined,
+    onSome: (provider) => ({ name: provider.name, href: `${OIDC_START_PATH}?${requestQuery(params)}` })
+  })
+  const csrf = anonymousCsrf(httpRequest, cookies)
+  const response = pageResponse(
+    signInPage({
+      clientName: clientName(check.client),
+      clientHost: documentHost(check.client),
+      redirectHost: hostOf(check.request.redirect_uri),
+      request: requestFields(params),
+      csrf: csrf.token,
+      email: options.email,
+      error: options.error,
+      failed: options.failed,
+      sso
+    }),
+    options.error === undefined ? 200 : options.status ?? 401,
+    check.request.redirect_uri
+  )
+  return withFormCookie(response, cookies, csrf.fresh)
+}
+
+/**
+ * The consent step for a signed-in user: a ticket carries the checked request to the user's answer. A client known
+ * by its metadata document is written to the store with the ticket (its grants refer to it). `params`, for a user
+ * signed in by the browser's session: the page links to signing in as someone else.
+ */
 export const consentResponse = Effect.fnUntraced(function*(
   { store }: OAuthContext,
   client: OAuthClient,
@@ -108,12 +162,22 @@ export const consentResponse = Effect.fnUntraced(function*(
   user: { readonly tenant_id: string; readonly user_id: string },
   email: string,
   workspaces: ReadonlyArray<Membership>,
-  preselected: string | undefined
+  preselected: string | undefined,
+  params?: URLSearchParams
 ) {
-  const ticket = yield* store.startAuthorization(request, user)
+  const ticket = yield* store.startAuthorization(request, user, isMetadataDocumentId(client.client_id) ? client : undefined)
   if (ticket === undefined) return pageResponse(errorPage(UNREGISTERED_CLIENT), 400)
   return pageResponse(
-    consentPage({ clientName: clientName(client), redirectHost: hostOf(request.redirect_uri), email, ticket, workspaces, preselected }),
+    consentPage({
+      clientName: clientName(client),
+      clientHost: documentHost(client),
+      redirectHost: hostOf(request.redirect_uri),
+      email,
+      ticket,
+      workspaces,
+      preselected,
+      switchAccount: params === undefined ? undefined : `/oauth/authorize?${requestQuery(params, { prompt: "login" })}`
+    }),
     200,
     request.redirect_uri
   )

@@ -1,40 +1,105 @@
 /**
- * The authorization endpoint: GET shows the sign-in page for a checked request; POST answers its two forms, sign-in
- * with a Personal Access Token (step=signin) and the user's choice of workspace or refusal (step=consent).
+ * The authorization endpoint. GET checks the request, then goes straight to consent for a browser signed in to the
+ * app (its session cookie), else shows the sign-in page. POST answers the page's forms: sign-in (step=signin) with
+ * the account's email and password, or with a Personal Access Token; and the user's choice of workspace or refusal
+ * (step=consent).
+ *
+ * What protects the forms: every sign-in re-checks the authorization request it carries (client, redirect URI,
+ * PKCE challenge), and the consent form holds a one-time ticket only the page that was shown has. The password form
+ * is also a same-origin POST (Origin / Sec-Fetch-Site) with a CSRF token derived from the app's signed-out form
+ * cookie, exactly as the app's own sign-in: a form posted from another site cannot sign a browser in as someone else.
  */
 import { Effect } from "effect"
 import { type HttpServerRequest, HttpServerResponse } from "effect/http"
+import { addressOf, csrfValid, sameOrigin, signedIn } from "../../auth/browser.ts"
 import { Unauthorized } from "../../domain/errors.ts"
-import { checkAuthorize, consentResponse, refusedRequest, signInResponse } from "./authorizationRequest.ts"
+import { checkAuthorize, consentResponse, refusedRequest, signInResponse, type ValidRequest } from "./authorizationRequest.ts"
 import { errorPage } from "./pages.ts"
 import { formBody, type OAuthContext, pageResponse, withQuery } from "./protocol.ts"
 
+/** the longest email and password read from the form (as the app's sign-in) */
+const MAX_EMAIL = 320
+const MAX_PASSWORD = 1024
+
 export const authorizeHandlers = (context: OAuthContext) => {
-  const { store, authenticator, urls } = context
+  const { store, authenticator, accounts, limiter, sessions, cookies, urls } = context
 
   const authorizeGet = Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest) {
     const params = new URL(request.url, urls.issuer).searchParams
-    const check = yield* checkAuthorize(context, params)
-    return check._tag === "Valid" ? signInResponse(context, check, params) : refusedRequest(check)
+    const check = yield* checkAuthorize(context, params, addressOf(request))
+    if (check._tag !== "Valid") return refusedRequest(check)
+    // prompt=login (the consent page's "use another account"): the sign-in page whatever the browser's session
+    if (params.get("prompt") !== "login") {
+      const session = yield* signedIn(request, cookies, sessions)
+      if (session !== undefined) {
+        const { principal, email } = session.member
+        const { workspaces } = yield* store.memberships(principal.tenant_id, principal.user_id)
+        if (workspaces.length > 0) {
+          yield* Effect.logInfo("oauth sign-in by the app session").pipe(Effect.annotateLogs({
+            client_id: check.client.client_id,
+            tenant_id: principal.tenant_id,
+            user_id: principal.user_id
+          }))
+          return yield* consentResponse(context, check.client, check.request, principal, email, workspaces, principal.workspace_id, params)
+        }
+      }
+    }
+    return signInResponse(context, request, check, params)
   })
 
-  /** The PAT step: who the user is. (The OpenID Connect login is the other way to the same identity.) */
-  const signIn = Effect.fnUntraced(function*(params: URLSearchParams) {
-    const check = yield* checkAuthorize(context, params)
-    if (check._tag !== "Valid") return refusedRequest(check)
+  /** The password form: the account the email and password sign in, limited like the app's own sign-in. */
+  const passwordSignIn = Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest, check: ValidRequest, params: URLSearchParams) {
+    const email = (params.get("email") ?? "").slice(0, MAX_EMAIL)
+    const password = (params.get("password") ?? "").slice(0, MAX_PASSWORD)
+    const again = (error: string, status: number) => signInResponse(context, request, check, params, { error, status, failed: "password", email })
+    if (!sameOrigin(request, urls.issuer) || !csrfValid(request, cookies, params)) {
+      return again("This form has expired or did not come from this site. Sign in again.", 403)
+    }
+    const address = addressOf(request)
+    const wait = yield* limiter.attempt(email, address)
+    if (wait > 0) {
+      yield* Effect.logWarning("oauth sign-in limited").pipe(Effect.annotateLogs({ address, client_id: check.client.client_id }))
+      return HttpServerResponse.setHeader(
+        again(`Too many sign-in attempts. Try again in ${Math.ceil(wait / 60)} minute${wait > 60 ? "s" : ""}.`, 429),
+        "retry-after",
+        String(wait)
+      )
+    }
+    const member = yield* accounts.signIn(email, password)
+    if (member === undefined) {
+      yield* limiter.failed(email)
+      return again("That email and password do not match an account.", 401)
+    }
+    yield* limiter.succeeded(email)
+    const { email: userEmail, workspaces } = yield* store.memberships(member.tenant_id, member.user_id)
+    yield* Effect.logInfo("oauth sign-in with a password").pipe(Effect.annotateLogs({
+      client_id: check.client.client_id,
+      tenant_id: member.tenant_id,
+      user_id: member.user_id
+    }))
+    return yield* consentResponse(context, check.client, check.request, member, userEmail, workspaces, member.workspace_id)
+  })
+
+  /** The Personal Access Token form. (The OpenID Connect login is another way to the same identity.) */
+  const patSignIn = Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest, check: ValidRequest, params: URLSearchParams) {
     const principal = yield* authenticator.authenticate(params.get("pat") ?? undefined, "pat").pipe(
       Effect.catchTag("Unauthorized", (refused) => Effect.succeed(refused))
     )
     if (principal instanceof Unauthorized) {
-      return signInResponse(
-        context,
-        check,
-        params,
-        `That token was not accepted (${principal.message}). Paste a Personal Access Token (ldg_pat_…).`
-      )
+      return signInResponse(context, request, check, params, {
+        error: `That token was not accepted (${principal.message}). Paste a Personal Access Token (ldg_pat_…).`,
+        failed: "pat"
+      })
     }
     const { email, workspaces } = yield* store.memberships(principal.tenant_id, principal.user_id)
     return yield* consentResponse(context, check.client, check.request, principal, email, workspaces, principal.workspace_id)
+  })
+
+  /** Who the user is: the request is checked again (it came back through the form), then the form that was posted. */
+  const signIn = Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest, params: URLSearchParams) {
+    const check = yield* checkAuthorize(context, params, addressOf(request))
+    if (check._tag !== "Valid") return refusedRequest(check)
+    return params.has("pat") ? yield* patSignIn(request, check, params) : yield* passwordSignIn(request, check, params)
   })
 
   /** The user's answer on the consent page: a code for the chosen workspace, or access_denied. */
@@ -68,7 +133,7 @@ export const authorizeHandlers = (context: OAuthContext) => {
     const params = yield* formBody(request)
     switch (params.get("step")) {
       case "signin":
-        return yield* signIn(params)
+        return yield* signIn(request, params)
       case "consent":
         return yield* consent(params)
       default:

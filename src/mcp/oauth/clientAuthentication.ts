@@ -1,6 +1,7 @@
 /**
  * Who calls the token and revocation endpoints (RFC 6749 §2.3.1): a confidential client by its secret, in the
- * Authorization header (client_secret_basic) or the form (client_secret_post); a public client by naming itself.
+ * Authorization header (client_secret_basic) or the form (client_secret_post); a public client by naming itself. A
+ * client known by its metadata document is a public client whose row was written when a user signed in for it.
  */
 import { Effect } from "effect"
 import type { HttpServerRequest } from "effect/http"

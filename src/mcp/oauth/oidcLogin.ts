@@ -1,11 +1,12 @@
 /**
- * Sign-in through the OpenID Connect provider (LEDGER_OIDC_*), the other way past the sign-in page: the start sends
+ * Sign-in through the OpenID Connect provider (LEDGER_OIDC_*), another way past the sign-in page: the start sends
  * the user to the provider with a stored login; the callback takes the provider's answer, whose verified email names
- * the ledger user, on to the same consent step as after a Personal Access Token.
+ * the ledger user, on to the same consent step as after a password or a Personal Access Token.
  */
 import { Effect, Option, Result } from "effect"
 import { type HttpServerRequest, HttpServerResponse } from "effect/http"
-import { checkAuthorize, consentResponse, refusedRequest, signInResponse, UNREGISTERED_CLIENT } from "./authorizationRequest.ts"
+import { addressOf } from "../../auth/browser.ts"
+import { checkAuthorize, consentResponse, refusedRequest, requestParams, signInResponse } from "./authorizationRequest.ts"
 import { type AuthorizationRequest, CODE_TTL_SECONDS, type OAuthClient } from "../../auth/OAuthStore.ts"
 import type { OidcFailure } from "./OidcProvider.ts"
 import { errorPage } from "./pages.ts"
@@ -33,31 +34,25 @@ const refusalMessage = (provider: string, email: string | undefined, reason: Ref
     case "none":
       return `No one with the email address ${email} is a member here. Ask an administrator to add you, then connect again.`
     case "several":
-      return `${email} is the email of several users here; sign in with a Personal Access Token of the one you mean.`
+      return `${email} is the email of several users here; sign in with the password or a Personal Access Token of the one you mean.`
     case "linked-elsewhere":
-      return `The ledger user ${email} signs in with another account at ${provider}; use that one, or a Personal Access Token.`
+      return `The ledger user ${email} signs in with another account at ${provider}; use that one, your password or a Personal Access Token.`
   }
 }
 
 export const oidcLoginHandlers = (context: OAuthContext) => {
-  const { store, urls, oidc } = context
+  const { store, clients, urls, oidc } = context
   const oidcStarts = perAddressLimit(OIDC_STARTS_PER_MINUTE)
   const secureCookies = urls.issuer.startsWith("https:")
 
   /** The sign-in page again for a request checked before the user went to the provider, with what went wrong. */
-  const signInAgain = (client: OAuthClient, request: AuthorizationRequest, error: string, status: number) => {
-    const params = new URLSearchParams({
-      response_type: "code",
-      client_id: request.client_id,
-      redirect_uri: request.redirect_uri,
-      code_challenge: request.code_challenge,
-      code_challenge_method: "S256",
-      scope: request.scope,
-      resource: request.resource
-    })
-    if (request.state !== null) params.set("state", request.state)
-    return signInResponse(context, { _tag: "Valid", client, request }, params, error, status)
-  }
+  const signInAgain = (
+    httpRequest: HttpServerRequest.HttpServerRequest,
+    client: OAuthClient,
+    request: AuthorizationRequest,
+    error: string,
+    status: number
+  ) => signInResponse(context, httpRequest, { _tag: "Valid", client, request }, requestParams(request), { error, status })
 
   /** The link on the sign-in page: the request is checked again, then the user goes to the provider. */
   const oidcStart = Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest) {
@@ -70,17 +65,14 @@ export const oidcLoginHandlers = (context: OAuthContext) => {
       )
     }
     const params = new URL(request.url, urls.issuer).searchParams
-    const check = yield* checkAuthorize(context, params)
+    const check = yield* checkAuthorize(context, params, addressOf(request))
     if (check._tag !== "Valid") return refusedRequest(check)
     const unreachable = (failure: OidcFailure) =>
       Effect.logWarning("OpenID Connect sign-in could not start", { error: failure.message }).pipe(
-        Effect.as(signInResponse(
-          context,
-          check,
-          params,
-          `Signing in with ${provider.name} is not possible right now: ${failure.message}. Try again, or use a Personal Access Token.`,
-          502
-        ))
+        Effect.as(signInResponse(context, request, check, params, {
+          error: `Signing in with ${provider.name} is not possible right now: ${failure.message}. Try again, or use your password or a Personal Access Token.`,
+          status: 502
+        }))
       )
     // the provider first: a login is stored only when the user can be sent on
     const ready = yield* Effect.result(provider.ready)
@@ -111,8 +103,10 @@ export const oidcLoginHandlers = (context: OAuthContext) => {
     if (login === "unknown") return pageResponse(errorPage("This sign-in has expired or was already used."), 400)
     if (login === "elsewhere") return pageResponse(errorPage("This sign-in was started in another browser; connect again from this one."), 400)
     const authorization = login.request
-    const client = yield* store.client(authorization.client_id)
-    if (client === undefined) return pageResponse(errorPage(UNREGISTERED_CLIENT), 400)
+    // a client known by its metadata document may have no row yet: it is looked up as at the start
+    const found = yield* clients.lookup(authorization.client_id, addressOf(request))
+    if (found._tag === "Refused") return pageResponse(errorPage(found.message), 400)
+    const client = found.client
     const refused = query.get("error")
     if (refused !== null) {
       const detail = query.get("error_description")
@@ -131,7 +125,7 @@ export const oidcLoginHandlers = (context: OAuthContext) => {
     const identity = yield* Effect.result(provider.identify(query, login))
     if (Result.isFailure(identity)) {
       yield* Effect.logWarning("OpenID Connect sign-in failed", { error: identity.failure.message })
-      return signInAgain(client, authorization, `Signing in with ${provider.name} failed: ${identity.failure.message}.`, 502)
+      return signInAgain(request, client, authorization, `Signing in with ${provider.name} failed: ${identity.failure.message}.`, 502)
     }
     const { email, emailVerified, issuer, subject } = identity.success
     const domainAllowed = email !== undefined &&
@@ -140,11 +134,11 @@ export const oidcLoginHandlers = (context: OAuthContext) => {
     if (typeof user === "string") {
       const reason = user !== "none" ? user : email === undefined || !emailVerified ? "unverified" : !domainAllowed ? "domain" : "none"
       yield* Effect.logInfo("OpenID Connect sign-in refused", { reason })
-      return signInAgain(client, authorization, refusalMessage(provider.name, email, reason), 403)
+      return signInAgain(request, client, authorization, refusalMessage(provider.name, email, reason), 403)
     }
     const memberships = yield* store.memberships(user.tenant_id, user.user_id)
     if (memberships.workspaces.length === 0) {
-      return signInAgain(client, authorization, `${memberships.email} is not a member of any workspace here. Ask an administrator to add you, then connect again.`, 403)
+      return signInAgain(request, client, authorization, `${memberships.email} is not a member of any workspace here. Ask an administrator to add you, then connect again.`, 403)
     }
     yield* Effect.logInfo("signed in through OpenID Connect", { tenant_id: user.tenant_id, user_id: user.user_id, client_id: client.client_id })
     return yield* consentResponse(context, client, authorization, user, memberships.email, memberships.workspaces, undefined)

@@ -5,19 +5,33 @@
 import { Clock, Effect, Option, Schema } from "effect"
 import { type HttpServerRequest, HttpServerResponse } from "effect/http"
 import * as Crypto from "node:crypto"
+import type { Accounts } from "../../auth/Accounts.ts"
+import type { AppSessions } from "../../auth/AppSessions.ts"
 import type { Authenticator } from "../../auth/Authenticator.ts"
+import type { SignInLimiter } from "../../auth/SignInLimiter.ts"
+import type { CookieNames } from "../../auth/browser.ts"
 import { tokenBuckets } from "../../api/RateLimiter.ts"
 import { LOOPBACK_HOSTS } from "../../config/LedgerConfig.ts"
 import type { DatabaseUnavailable } from "../../domain/errors.ts"
 import type { McpUrls } from "../urls.ts"
 import type { OAuthStore } from "../../auth/OAuthStore.ts"
+import type { ClientDirectory } from "./clientMetadataDocument.ts"
 import type { OidcProvider } from "./OidcProvider.ts"
 import { errorPage } from "./pages.ts"
 
 /** What every step is built from; `OAuthRoutes` assembles it once per server. */
 export interface OAuthContext {
   readonly store: OAuthStore["Service"]
+  /** the clients authorization requests name: registered ones, and those known by their metadata document */
+  readonly clients: ClientDirectory
   readonly authenticator: Authenticator["Service"]
+  /** the app's accounts: the sign-in page's email and password, limited like the app's own sign-in */
+  readonly accounts: Accounts["Service"]
+  readonly limiter: SignInLimiter["Service"]
+  /** the app's browser sessions: a signed-in browser goes straight to consent */
+  readonly sessions: AppSessions["Service"]
+  /** the app's cookies (its session, and the signed-out forms' CSRF cookie) */
+  readonly cookies: CookieNames
   readonly urls: McpUrls
   /** the OpenID Connect provider, when LEDGER_OIDC_* configure one */
   readonly oidc: Option.Option<OidcProvider>
@@ -75,7 +89,10 @@ export const pageResponse = (html: string, status = 200, redirectUri?: string) =
     headers: {
       "cache-control": "no-store",
       "x-frame-options": "DENY",
-      "referrer-policy": "no-referrer",
+      // the request's URL (state, PKCE challenge) never goes to another site as a Referer; not no-referrer, with
+      // which browsers send `Origin: null` on the forms' posts and the password form's origin check needs the origin
+      "referrer-policy": "same-origin",
+      "x-content-type-options": "nosniff",
       "content-security-policy": `default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; frame-ancestors 'none'; ` +
         `form-action 'self'${redirectUri ? ` ${redirectSource(redirectUri)}` : ""}`
     }

@@ -1,5 +1,6 @@
 /**
- * The browser's side of the app's security: the session cookie (HttpOnly, SameSite=Lax, Secure and `__Host-` when
+ * What protects a signed-in browser, for the app and the MCP authorization server (both take passwords and honour
+ * the same session): the session cookie (HttpOnly, SameSite=Lax, Secure and `__Host-` when
  * the public URL is https), CSRF tokens on every form, and the same-origin check of every POST.
  *
  * - Signed in, a form's token is derived from the session cookie (auth/AppSessions.ts `csrfTokenOf`).
@@ -11,7 +12,7 @@
 import { Effect, Option } from "effect"
 import { type HttpServerRequest, HttpServerResponse } from "effect/http"
 import * as Crypto from "node:crypto"
-import { type AppMember, AppSessions, csrfTokenOf, SESSION_TTL_MS, sameToken } from "../auth/AppSessions.ts"
+import { type AppMember, type AppSessions, csrfTokenOf, SESSION_TTL_MS, sameToken } from "./AppSessions.ts"
 
 export interface CookieNames {
   readonly session: string
