@@ -30,6 +30,8 @@ button.danger{border:1px solid var(--bad);background:transparent;color:var(--bad
 .secret{display:flex;gap:8px;align-items:center;flex-wrap:wrap}.secret code{font:13px var(--mono);background:var(--sunk);padding:6px 10px;border-radius:8px;word-break:break-all;flex:1;min-width:240px}
 pre.snippet{background:var(--sunk);padding:10px 12px;border-radius:8px;max-height:none}
 .row{display:flex;gap:10px;flex-wrap:wrap;align-items:end}
+p.or{display:flex;align-items:center;gap:10px;color:var(--muted);margin:14px 0}p.or::before,p.or::after{content:"";flex:1;border-top:1px solid var(--line)}
+a.sso{display:block;text-align:center;text-decoration:none;padding:8px 14px;border-radius:8px;border:1px solid var(--brand);color:var(--brand);font-weight:600}
 .sr-only{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
 `
 

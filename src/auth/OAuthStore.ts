@@ -77,6 +77,14 @@ export interface IssuedTokens {
   readonly scope: string
 }
 
+/**
+ * A sign-in to the app itself through the OpenID Connect provider (SSO), rather than for an MCP client: where the
+ * browser goes once signed in. It shares the provider's one registered callback with the clients' logins.
+ */
+export interface AppOidcSignIn {
+  readonly app: { readonly next: string }
+}
+
 export interface OidcLogin {
   readonly state: string
   /** the value of the cookie that ties the login to the browser that started it */
@@ -130,7 +138,7 @@ export class OAuthStore extends Context.Service<OAuthStore, {
    * Starts a sign-in at the OpenID Connect provider for a checked authorization request: the state, nonce and PKCE
    * verifier to send the user there with (CODE_TTL_SECONDS to come back).
    */
-  startOidcLogin(request: AuthorizationRequest): Effect.Effect<OidcLogin, DatabaseUnavailable>
+  startOidcLogin(request: AuthorizationRequest | AppOidcSignIn): Effect.Effect<OidcLogin, DatabaseUnavailable>
   /**
    * The login a provider's callback carries the state of, once (used up whatever the outcome): "unknown" when
    * unknown, expired or used, "elsewhere" when `browser` is not the cookie of the browser that started it.
@@ -138,7 +146,7 @@ export class OAuthStore extends Context.Service<OAuthStore, {
   finishOidcLogin(
     state: string,
     browser: string | undefined
-  ): Effect.Effect<(OidcLogin & { readonly request: AuthorizationRequest }) | "unknown" | "elsewhere", DatabaseUnavailable>
+  ): Effect.Effect<(OidcLogin & { readonly request: AuthorizationRequest | AppOidcSignIn }) | "unknown" | "elsewhere", DatabaseUnavailable>
   /**
    * The ledger user of an account at a provider: the one it is linked to, else the one user with `email` (only when
    * given: a verified address) in any tenant, which the account is then linked to — unless that user is linked to
@@ -389,7 +397,7 @@ export class OAuthStore extends Context.Service<OAuthStore, {
         return { tokens: tokens?.n ?? 0, authorizations: authorizations?.n ?? 0, clients: clients?.n ?? 0 }
       })).pipe(Effect.withSpan("OAuthStore.sweep"))
 
-      const startOidcLogin = Effect.fn("OAuthStore.startOidcLogin")(function*(request: AuthorizationRequest) {
+      const startOidcLogin = Effect.fn("OAuthStore.startOidcLogin")(function*(request: AuthorizationRequest | AppOidcSignIn) {
         const login: OidcLogin = { state: random(""), browser: random(""), nonce: random(""), codeVerifier: random("") }
         yield* control(ScopedSql.use((sql) =>
           sql`INSERT INTO oauth_oidc_logins (state_hash, browser_hash, nonce, code_verifier, request, expires_at)
@@ -401,7 +409,7 @@ export class OAuthStore extends Context.Service<OAuthStore, {
 
       const finishOidcLogin = Effect.fn("OAuthStore.finishOidcLogin")(function*(state: string, browser: string | undefined) {
         const rows = yield* control(ScopedSql.use((sql) =>
-          sql<{ browser_hash: Buffer; nonce: string; code_verifier: string; request: AuthorizationRequest; live: boolean }>`
+          sql<{ browser_hash: Buffer; nonce: string; code_verifier: string; request: AuthorizationRequest | AppOidcSignIn; live: boolean }>`
             DELETE FROM oauth_oidc_logins WHERE state_hash = ${hashToken(state)}
             RETURNING browser_hash, nonce, code_verifier, request, expires_at > now() AS live`
         ))

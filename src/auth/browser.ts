@@ -90,3 +90,7 @@ export const addressOf = (request: HttpServerRequest.HttpServerRequest) => Optio
 
 /** A redirect after a POST (303: the browser follows with GET). */
 export const seeOther = (location: string) => HttpServerResponse.redirect(location, { status: 303, headers: { "cache-control": "no-store" } })
+
+/** Where to go after sign-in: a path of this site, never another origin. */
+export const localPath = (next: string | null | undefined) =>
+  typeof next === "string" && next.startsWith("/") && !next.startsWith("//") && !next.startsWith("/\\") ? next : "/"

@@ -23,7 +23,11 @@ const input = (state: FormState, field: string, label: string, type: string, aut
   }${described(state, field) ? html` aria-invalid="true" aria-describedby="${described(state, field)!}"` : ""}>
 ${fieldError(state, field)}</label>`
 
-export const signInPage = (csrf: string, state: FormState, options: { readonly signup: SignupPolicy; readonly next?: string | undefined }) =>
+export const signInPage = (
+  csrf: string,
+  state: FormState,
+  options: { readonly signup: SignupPolicy; readonly next?: string | undefined; readonly sso?: string | undefined }
+) =>
   page({
     title: "Sign in",
     body: html`<div class="narrow"><section class="card">
@@ -35,6 +39,11 @@ ${input(state, "email", "Email", "email", "username")}
 ${input(state, "password", "Password", "password", "current-password")}
 <button type="submit" class="primary">Sign in</button>
 </form>
+${
+      options.sso
+        ? html`<p class="or">or</p><a class="sso" href="/oauth/oidc/start?app=1&amp;next=${encodeURIComponent(options.next ?? "/")}">Continue with ${options.sso}</a>`
+        : ""
+    }
 ${options.signup === "open" ? html`<p class="muted">New here? <a href="/signup">Create an organisation</a>.</p>` : ""}
 </section></div>`
   })

@@ -3,12 +3,12 @@
  * origin and CSRF token first; sign-in counts failures per account and attempts per address (SignInLimiter); every
  * success starts a new session with a new cookie value.
  */
-import { Clock, Effect } from "effect"
+import { Clock, Effect, Option } from "effect"
 import { type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { tokenBuckets } from "../../api/RateLimiter.ts"
 import { csrfTokenOf } from "../../auth/AppSessions.ts"
 import type { MemberIds } from "../../auth/Credentials.ts"
-import { addressOf, anonymousCsrf, csrfValid, sameOrigin, seeOther, signedIn, withFormCookie, withoutSession, withSession } from "../../auth/browser.ts"
+import { addressOf, anonymousCsrf, csrfValid, localPath, sameOrigin, seeOther, signedIn, withFormCookie, withoutSession, withSession } from "../../auth/browser.ts"
 import { type AppContext, frameUser, messagePage, readForm, requireMember } from "../context.ts"
 import { csrfField, html, page, pageResponse } from "../html.ts"
 import { type FormState, invitationPage, passwordPage, provisionedPage, signInPage, signupClosedPage, signUpPage } from "../pages/account.ts"
@@ -16,14 +16,12 @@ import { type FormState, invitationPage, passwordPage, provisionedPage, signInPa
 /** sign-ups (and invitation acceptances) per address and minute */
 const SIGNUPS_PER_MINUTE = 10
 
-/** Where to go after sign-in: a path of this site, never another origin. */
-const localPath = (next: string | null | undefined) =>
-  typeof next === "string" && next.startsWith("/") && !next.startsWith("//") && !next.startsWith("/\\") ? next : "/"
-
 const forbidden = () => messagePage("Refused", "This form has expired or did not come from this site. Go back, reload the page and try again.", 403)
 
 export const accountHandlers = (context: AppContext) => {
   const { accounts, sessions, limiter, names, config } = context
+  // the OpenID Connect provider (LEDGER_OIDC_*), named by its host, when one is configured
+  const ssoName = Option.match(config.oidc, { onNone: () => undefined, onSome: (oidc) => new URL(oidc.issuer).host })
   const signups = tokenBuckets(SIGNUPS_PER_MINUTE / 60, SIGNUPS_PER_MINUTE)
 
   /** A signed-out form page with its CSRF cookie. */
@@ -40,10 +38,35 @@ export const accountHandlers = (context: AppContext) => {
     Effect.map(readForm(request), (form) => (sameOrigin(request, config.publicUrl) && csrfValid(request, names, form, session) ? form : undefined))
 
   const signInGet = Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest) {
-    const next = new URL(request.url, config.publicUrl).searchParams.get("next")
+    const query = new URL(request.url, config.publicUrl).searchParams
+    const next = query.get("next")
     if ((yield* signedIn(request, names, sessions)) !== undefined) return seeOther(localPath(next))
-    return anonymousPage(request, (csrf) => signInPage(csrf, {}, { signup: config.signup, next: next ?? undefined }))
+    const refused = query.get("sso")
+    const state: FormState = refused === null || ssoName === undefined ? {} : { notice: ssoRefusal(ssoName, refused) }
+    return anonymousPage(request, (csrf) => signInPage(csrf, state, { signup: config.signup, next: next ?? undefined, sso: ssoName }), refused === null ? 200 : 403)
   })
+
+  /** Why the OpenID Connect provider's sign-in did not sign the person in (the callback's `sso` reason). */
+  const ssoRefusal = (provider: string, reason: string) => {
+    switch (reason) {
+      case "unavailable":
+        return `Signing in with ${provider} is not possible right now. Try again, or use your password.`
+      case "refused":
+        return `${provider} did not sign you in.`
+      case "unverified":
+        return `${provider} has not verified your email address; the ledger signs in verified addresses only.`
+      case "domain":
+        return `Accounts of your email domain may not sign in here through ${provider}.`
+      case "none":
+        return `No one with your email address is a member here. Ask an administrator for an invitation.`
+      case "several":
+        return `Your email address belongs to several users here; sign in with your password.`
+      case "linked-elsewhere":
+        return `Your ledger user signs in with another account at ${provider}; use that one, or your password.`
+      default:
+        return `Signing in with ${provider} failed. Try again, or use your password.`
+    }
+  }
 
   const signInPost = Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest) {
     const form = yield* checkedPost(request)
@@ -52,7 +75,7 @@ export const accountHandlers = (context: AppContext) => {
     const password = (form.get("password") ?? "").slice(0, 1024)
     const next = form.get("next") ?? undefined
     const again = (state: FormState, status: number) =>
-      anonymousPage(request, (csrf) => signInPage(csrf, { values: { email }, ...state }, { signup: config.signup, next }), status)
+      anonymousPage(request, (csrf) => signInPage(csrf, { values: { email }, ...state }, { signup: config.signup, next, sso: ssoName }), status)
     const wait = yield* limiter.attempt(email, addressOf(request))
     if (wait > 0) {
       yield* Effect.logWarning("app sign-in limited").pipe(Effect.annotateLogs({ address: addressOf(request) }))

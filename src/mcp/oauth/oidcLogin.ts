@@ -5,10 +5,10 @@
  */
 import { Effect, Option, Result } from "effect"
 import { type HttpServerRequest, HttpServerResponse } from "effect/http"
-import { addressOf } from "../../auth/browser.ts"
+import { addressOf, localPath, seeOther, withSession } from "../../auth/browser.ts"
 import { checkAuthorize, consentResponse, refusedRequest, requestParams, signInResponse } from "./authorizationRequest.ts"
-import { type AuthorizationRequest, CODE_TTL_SECONDS, type OAuthClient } from "../../auth/OAuthStore.ts"
-import type { OidcFailure } from "./OidcProvider.ts"
+import { type AuthorizationRequest, CODE_TTL_SECONDS, type OAuthClient, type OidcLogin } from "../../auth/OAuthStore.ts"
+import type { OidcFailure, OidcProvider } from "./OidcProvider.ts"
 import { errorPage } from "./pages.ts"
 import { OIDC_CALLBACK_PATH, type OAuthContext, pageResponse, perAddressLimit, withQuery } from "./protocol.ts"
 
@@ -65,6 +65,7 @@ export const oidcLoginHandlers = (context: OAuthContext) => {
       )
     }
     const params = new URL(request.url, urls.issuer).searchParams
+    if (params.get("app") === "1") return yield* appStart(provider, localPath(params.get("next")))
     const check = yield* checkAuthorize(context, params, addressOf(request))
     if (check._tag !== "Valid") return refusedRequest(check)
     const unreachable = (failure: OidcFailure) =>
@@ -80,14 +81,70 @@ export const oidcLoginHandlers = (context: OAuthContext) => {
     const login = yield* store.startOidcLogin(check.request)
     const target = yield* Effect.result(provider.authorizationUrl(login))
     if (Result.isFailure(target)) return yield* unreachable(target.failure)
-    return HttpServerResponse.redirect(target.success.toString(), {
+    return toProvider(target.success, login)
+  })
+
+  /** Sends the browser to the provider, with the cookie that ties the login to it. */
+  const toProvider = (target: URL, login: OidcLogin) =>
+    HttpServerResponse.redirect(target.toString(), {
       status: 302,
       headers: {
         "set-cookie": `${loginCookie(login.state)}=${login.browser}; Path=${OIDC_CALLBACK_PATH}; Max-Age=${CODE_TTL_SECONDS}; HttpOnly; SameSite=Lax` +
           (secureCookies ? "; Secure" : "")
       }
     })
-  })
+
+  /** The app's "Continue with <provider>": a login that ends in an app session, then `next`. */
+  const appStart = (provider: OidcProvider, next: string) =>
+    Effect.gen(function*() {
+      const ready = yield* Effect.result(provider.ready)
+      if (Result.isFailure(ready)) {
+        yield* Effect.logWarning("OpenID Connect sign-in could not start", { error: ready.failure.message })
+        return seeOther(`/signin?sso=unavailable`)
+      }
+      const login = yield* store.startOidcLogin({ app: { next } })
+      const target = yield* Effect.result(provider.authorizationUrl(login))
+      if (Result.isFailure(target)) return seeOther(`/signin?sso=unavailable`)
+      return toProvider(target.success, login)
+    })
+
+  /**
+   * Who the provider's answer signs in: the ledger user the account is linked to, else the one user its verified
+   * email (in an allowed domain) names, then linked; or why not.
+   */
+  const identifyUser = (provider: OidcProvider, query: URLSearchParams, login: OidcLogin) =>
+    Effect.gen(function*() {
+      const identity = yield* Effect.result(provider.identify(query, login))
+      if (Result.isFailure(identity)) {
+        yield* Effect.logWarning("OpenID Connect sign-in failed", { error: identity.failure.message })
+        return { _tag: "Failed", message: identity.failure.message } as const
+      }
+      const { email, emailVerified, issuer, subject } = identity.success
+      const domainAllowed = email !== undefined &&
+        (provider.allowedDomains.length === 0 || provider.allowedDomains.includes(email.slice(email.lastIndexOf("@") + 1).toLowerCase()))
+      const user = yield* store.oidcUser(issuer, subject, email !== undefined && emailVerified && domainAllowed ? email : undefined)
+      if (typeof user === "string") {
+        const reason: Refusal = user !== "none" ? user : email === undefined || !emailVerified ? "unverified" : !domainAllowed ? "domain" : "none"
+        yield* Effect.logInfo("OpenID Connect sign-in refused", { reason })
+        return { _tag: "Refused", reason, email } as const
+      }
+      return { _tag: "User", user } as const
+    })
+
+  /** The provider's answer to an app sign-in: an app session in the user's first workspace, or /signin saying why not. */
+  const appCallback = (provider: OidcProvider, query: URLSearchParams, login: OidcLogin, next: string) =>
+    Effect.gen(function*() {
+      if (query.get("error") !== null) return seeOther("/signin?sso=refused")
+      const identified = yield* identifyUser(provider, query, login)
+      if (identified._tag === "Failed") return seeOther("/signin?sso=failed")
+      if (identified._tag === "Refused") return seeOther(`/signin?sso=${identified.reason}`)
+      const { workspaces } = yield* store.memberships(identified.user.tenant_id, identified.user.user_id)
+      if (workspaces.length === 0) return seeOther("/signin?sso=none")
+      const member = { tenant_id: identified.user.tenant_id, workspace_id: workspaces[0]!.workspace_id, user_id: identified.user.user_id }
+      const token = yield* context.sessions.start(member)
+      yield* Effect.logInfo("app sign-in through OpenID Connect").pipe(Effect.annotateLogs({ tenant_id: member.tenant_id, user_id: member.user_id }))
+      return withSession(seeOther(next), context.cookies, token)
+    })
 
   /**
    * The provider's answer. The login (found by its state, once, from the browser that started it) holds the client's
@@ -102,6 +159,7 @@ export const oidcLoginHandlers = (context: OAuthContext) => {
     const login = state === "" ? "unknown" : yield* store.finishOidcLogin(state, request.cookies[loginCookie(state)])
     if (login === "unknown") return pageResponse(errorPage("This sign-in has expired or was already used."), 400)
     if (login === "elsewhere") return pageResponse(errorPage("This sign-in was started in another browser; connect again from this one."), 400)
+    if ("app" in login.request) return yield* appCallback(provider, query, login, login.request.app.next)
     const authorization = login.request
     // a client known by its metadata document may have no row yet: it is looked up as at the start
     const found = yield* clients.lookup(authorization.client_id, addressOf(request))
@@ -122,20 +180,14 @@ export const oidcLoginHandlers = (context: OAuthContext) => {
         { status: 302 }
       )
     }
-    const identity = yield* Effect.result(provider.identify(query, login))
-    if (Result.isFailure(identity)) {
-      yield* Effect.logWarning("OpenID Connect sign-in failed", { error: identity.failure.message })
-      return signInAgain(request, client, authorization, `Signing in with ${provider.name} failed: ${identity.failure.message}.`, 502)
+    const identified = yield* identifyUser(provider, query, login)
+    if (identified._tag === "Failed") {
+      return signInAgain(request, client, authorization, `Signing in with ${provider.name} failed: ${identified.message}.`, 502)
     }
-    const { email, emailVerified, issuer, subject } = identity.success
-    const domainAllowed = email !== undefined &&
-      (provider.allowedDomains.length === 0 || provider.allowedDomains.includes(email.slice(email.lastIndexOf("@") + 1).toLowerCase()))
-    const user = yield* store.oidcUser(issuer, subject, email !== undefined && emailVerified && domainAllowed ? email : undefined)
-    if (typeof user === "string") {
-      const reason = user !== "none" ? user : email === undefined || !emailVerified ? "unverified" : !domainAllowed ? "domain" : "none"
-      yield* Effect.logInfo("OpenID Connect sign-in refused", { reason })
-      return signInAgain(request, client, authorization, refusalMessage(provider.name, email, reason), 403)
+    if (identified._tag === "Refused") {
+      return signInAgain(request, client, authorization, refusalMessage(provider.name, identified.email, identified.reason), 403)
     }
+    const user = identified.user
     const memberships = yield* store.memberships(user.tenant_id, user.user_id)
     if (memberships.workspaces.length === 0) {
       return signInAgain(request, client, authorization, `${memberships.email} is not a member of any workspace here. Ask an administrator to add you, then connect again.`, 403)
