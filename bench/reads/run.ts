@@ -14,9 +14,7 @@
  */
 import { NodeRuntime } from "@effect/platform-node"
 import { Effect } from "effect"
-import * as ChildProcess from "node:child_process"
 import * as Fs from "node:fs"
-import { createRequire } from "node:module"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { parseArgs } from "node:util"
@@ -24,7 +22,7 @@ import type { Principal } from "../../src/domain/principal.ts"
 import { Authenticator } from "../../src/auth/Authenticator.ts"
 import { Credentials } from "../../src/auth/Credentials.ts"
 import { ScopedSql, TenantSql } from "../../src/store/TenantSql.ts"
-import { freePort } from "../../test/support/ports.ts"
+import { apiProcess, autocannon, percentile, round } from "./apiProcess.ts"
 import {
   analyseDatabase,
   BENCH_DATABASE,
@@ -35,9 +33,6 @@ import {
   countDecisions,
   seedReadsLedger
 } from "./seed.ts"
-
-// autocannon ships no type declarations
-const autocannon: (options: object, done: (error: unknown, result: any) => void) => any = createRequire(import.meta.url)("autocannon")
 
 const { values } = parseArgs({
   options: {
@@ -69,8 +64,6 @@ interface Measured {
   readonly pass: boolean
 }
 
-const percentile = (sorted: ReadonlyArray<number>, p: number) => sorted[Math.max(0, Math.ceil(p * sorted.length) - 1)] ?? NaN
-const round = (ms: number) => Math.round(ms * 100) / 100
 
 const measure = (baseUrl: string, pat: string, scenario: Scenario, connections: number, seconds: number) =>
   Effect.callback<Measured>((resume) => {
@@ -109,42 +102,6 @@ const measure = (baseUrl: string, pat: string, scenario: Scenario, connections: 
     return Effect.sync(() => instance.stop())
   })
 
-/** `ledger serve --roles api` on a free port, until the scope closes. */
-const apiProcess = (databaseUrl: string) =>
-  Effect.acquireRelease(
-    Effect.promise(async () => {
-      const port = await freePort()
-      const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "ledger-bench-reads-"))
-      const log = Fs.openSync(Path.join(dataDir, "api.log"), "w")
-      const child = ChildProcess.spawn(process.execPath, [...(process.env.BENCH_NODE_FLAGS ?? "").split(" ").filter(Boolean), "bin/ledger.js", "serve", "--roles", "api"], {
-        env: {
-          ...process.env,
-          DATABASE_URL: databaseUrl,
-          LEDGER_HOST: "127.0.0.1",
-          LEDGER_API_PORT: String(port),
-          LEDGER_DATA_DIR: dataDir,
-          LEDGER_API_RATE_LIMIT: "0",
-          LEDGER_LOG_LEVEL: process.env.LEDGER_LOG_LEVEL ?? "info"
-        },
-        stdio: ["ignore", log, log]
-      })
-      const baseUrl = `http://127.0.0.1:${port}`
-      for (let attempt = 0; attempt < 300; attempt++) {
-        const ok = await fetch(`${baseUrl}/healthz`).then((r) => r.ok, () => false)
-        if (ok) return { child, baseUrl, dataDir }
-        if (child.exitCode !== null) break
-        await new Promise((resolve) => setTimeout(resolve, 100))
-      }
-      child.kill("SIGKILL")
-      throw new Error(`the API did not start: see ${Path.join(dataDir, "api.log")}`)
-    }),
-    ({ child, dataDir }) =>
-      Effect.promise(async () => {
-        child.kill("SIGTERM")
-        await new Promise((resolve) => child.once("exit", resolve))
-        Fs.rmSync(dataDir, { recursive: true, force: true })
-      })
-  )
 
 /** Ids, filters and cursors to spread the requests over, read as the member. */
 const sampleScenarios = (principal: Principal, baseUrl: string, pat: string) =>
@@ -223,7 +180,7 @@ const program = Effect.gen(function*() {
     const credentials = yield* Credentials
     const { token: pat } = yield* credentials.createToken({ email: `owner@${tenant}.bench`, workspace, tenant, kind: "pat", name: "bench/reads" })
     const principal = yield* Authenticator.use((auth) => auth.authenticate(pat, "pat"))
-    const api = yield* apiProcess(databaseUrl)
+    const api = yield* apiProcess(databaseUrl, { name: "reads", logLevel: process.env.LEDGER_LOG_LEVEL ?? "info" })
     const scenarios = yield* sampleScenarios(principal, api.baseUrl, pat)
     const measured: Array<Measured> = []
     for (const scenario of scenarios.filter((s) => s.name.includes(values.only!))) {

@@ -15,13 +15,20 @@ export const isRestricted = (principal: Principal) => principal.role === "restri
  */
 export const ownDecisions = (sql: Statement.Constructor, principal: Principal) => sql`user_id = ${principal.user_id}::uuid`
 
-/** A restricted member's agents, aggregated from the decisions they may see. */
+/**
+ * A restricted member's agents, aggregated from the decisions they may see: per session first, then per agent (two
+ * hash aggregates, where `count(DISTINCT session_id)` sorted every decision), from the member index alone (its
+ * included columns, migration 0017).
+ */
 const visibleAgents = (sql: Statement.Constructor, principal: Principal) =>
   sql`(SELECT v.*, (SELECT a.agent_name FROM agents a WHERE a.agent_id = v.agent_id) AS agent_name
-    FROM (SELECT agent_id, count(*) AS decision_count, count(DISTINCT session_id) AS session_count,
-            count(*) FILTER (WHERE outcome = 'error') AS error_count, coalesce(sum(cost_usd), 0) AS total_cost_usd,
-            coalesce(sum(confidence), 0) AS confidence_sum, min(created_at) AS first_seen_at, max(created_at) AS last_seen_at
-          FROM decisions WHERE ${ownDecisions(sql, principal)} GROUP BY agent_id) v) agents`
+    FROM (SELECT agent_id, sum(n)::bigint AS decision_count, count(*) AS session_count, sum(errors)::bigint AS error_count,
+            coalesce(sum(cost), 0) AS total_cost_usd, coalesce(sum(confidence), 0) AS confidence_sum,
+            min(first_at) AS first_seen_at, max(last_at) AS last_seen_at
+          FROM (SELECT agent_id, session_id, count(*) AS n, count(*) FILTER (WHERE outcome = 'error') AS errors,
+                  sum(cost_usd) AS cost, sum(confidence) AS confidence, min(created_at) AS first_at, max(created_at) AS last_at
+                FROM decisions WHERE ${ownDecisions(sql, principal)} GROUP BY agent_id, session_id) per_session
+          GROUP BY agent_id) v) agents`
 
 /** A restricted member's sessions (within `scope`), aggregated from the decisions they may see. */
 const visibleSessions = (sql: Statement.Constructor, principal: Principal, scope: Statement.Fragment) =>

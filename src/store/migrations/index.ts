@@ -20,6 +20,7 @@ import { agentApis } from "./0013_agent_apis.ts"
 import { transcriptSource } from "./0014_transcript_source.ts"
 import { analyticsEdges } from "./0015_analytics_edges.ts"
 import { app } from "./0016_app.ts"
+import { memberReads } from "./0017_member_reads.ts"
 
 /** Ordered migrations; ids never change once released (the database records them). */
 export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
@@ -38,5 +39,6 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0013_agent_apis": agentApis,
   "0014_transcript_source": transcriptSource,
   "0015_analytics_edges": analyticsEdges,
-  "0016_app": app
+  "0016_app": app,
+  "0017_member_reads": memberReads
 }
