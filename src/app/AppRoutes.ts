@@ -17,7 +17,7 @@
 import { Effect, Layer } from "effect"
 import { HttpRouter, type HttpServerRequest, type HttpServerResponse } from "effect/http"
 import { Accounts } from "../auth/Accounts.ts"
-import { AppSessions } from "../auth/AppSessions.ts"
+import { AppSessions, AppSweeper } from "../auth/AppSessions.ts"
 import { Credentials } from "../auth/Credentials.ts"
 import { LedgerConfig } from "../config/LedgerConfig.ts"
 import type { DatabaseUnavailable } from "../domain/errors.ts"
@@ -81,4 +81,5 @@ const routes = HttpRouter.use(Effect.fnUntraced(function*(router) {
   for (const [method, path, handler] of pages) yield* router.add(method, path, forBrowsers(handler))
 }))
 
-export const AppRoutes = routes.pipe(Layer.provide(PipelineStatus.layer))
+/** The app's routes and the sweeper of its expired sessions, links and invitations. */
+export const AppRoutes = Layer.merge(routes, AppSweeper).pipe(Layer.provide(PipelineStatus.layer))

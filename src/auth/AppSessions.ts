@@ -6,7 +6,7 @@
  *
  * One-time sign-in links (the first run prints one for the bootstrapped admin) are kept the same way, by hash.
  */
-import { Clock, Context, Effect, Layer } from "effect"
+import { Clock, Context, Duration, Effect, Layer } from "effect"
 import * as Crypto from "node:crypto"
 import type { DatabaseUnavailable } from "../domain/errors.ts"
 import type { MemberRole, Principal } from "../domain/principal.ts"
@@ -68,6 +68,11 @@ export class AppSessions extends Context.Service<AppSessions, {
   createSignInLink(member: MemberIds): Effect.Effect<string, DatabaseUnavailable>
   /** Uses a sign-in link (once, before it expires): the member it signs in. */
   useSignInLink(token: string): Effect.Effect<MemberIds | undefined, DatabaseUnavailable>
+  /**
+   * Deletes what can no longer be used: expired sessions, sign-in links a day after they expired or were used,
+   * invitations 30 days after they expired unaccepted (until then the admin sees them as expired).
+   */
+  readonly sweep: Effect.Effect<{ readonly sessions: number; readonly links: number; readonly invitations: number }, DatabaseUnavailable>
 }>()("ledger/auth/AppSessions") {
   static readonly layer = Layer.effect(
     AppSessions,
@@ -79,8 +84,6 @@ export class AppSessions extends Context.Service<AppSessions, {
         const now = yield* Clock.currentTimeMillis
         yield* tenantSql.control(Effect.gen(function*() {
           const sql = yield* ScopedSql
-          // expired sessions of this user go when they sign in again (a per-user sweep, no background job)
-          yield* sql`DELETE FROM app_sessions WHERE user_id = ${member.user_id} AND expires_at <= now()`
           yield* sql`INSERT INTO app_sessions (session_hash, tenant_id, workspace_id, user_id, expires_at)
             VALUES (${hashToken(token)}, ${member.tenant_id}, ${member.workspace_id}, ${member.user_id}, ${new Date(now + SESSION_TTL_MS)})`
         }))
@@ -154,7 +157,37 @@ export class AppSessions extends Context.Service<AppSessions, {
         }))
       })
 
-      return AppSessions.of({ start, resolve, end, createSignInLink, useSignInLink })
+      const sweep = tenantSql.control(Effect.gen(function*() {
+        const sql = yield* ScopedSql
+        const count = (rows: ReadonlyArray<unknown>) => rows.length
+        const sessions = count(yield* sql`DELETE FROM app_sessions WHERE expires_at <= now() RETURNING 1`)
+        const links = count(yield* sql`DELETE FROM app_signin_links
+          WHERE coalesce(used_at, expires_at) <= now() - interval '1 day' RETURNING 1`)
+        const invitations = count(yield* sql`DELETE FROM app_invitations
+          WHERE accepted_at IS NULL AND expires_at <= now() - interval '30 days' RETURNING 1`)
+        return { sessions, links, invitations }
+      })).pipe(Effect.withSpan("AppSessions.sweep"))
+
+      return AppSessions.of({ start, resolve, end, createSignInLink, useSignInLink, sweep })
     })
   )
 }
+
+/** How often each API process sweeps (deletes are idempotent, so replicas may overlap). */
+const SWEEP_INTERVAL = Duration.hours(1)
+
+/** Runs `AppSessions.sweep` every SWEEP_INTERVAL in a fiber of the layer's scope; a failed round is retried next time. */
+export const AppSweeper = Layer.effectDiscard(Effect.gen(function*() {
+  const sessions = yield* AppSessions
+  yield* sessions.sweep.pipe(
+    Effect.tap((deleted) =>
+      deleted.sessions + deleted.links + deleted.invitations > 0
+        ? Effect.logInfo("expired app sessions, sign-in links and invitations deleted", deleted)
+        : Effect.void
+    ),
+    Effect.catch((error) => Effect.logWarning("app sweep failed; the next round retries", { error: error.message })),
+    Effect.delay(SWEEP_INTERVAL),
+    Effect.forever,
+    Effect.forkScoped
+  )
+}))

@@ -238,6 +238,29 @@ layer(Layer.mergeAll(StackLive), { timeout: 120_000, excludeTestServices: true }
       assert.isAbove(logs.length, 0)
     }))
 
+  it.effect("the sweeper deletes expired sessions, old sign-in links and long-expired invitations, and nothing live", () =>
+    Effect.gen(function*() {
+      const { stack, ledger } = yield* fixture
+      const run = withStack(stack)
+      const live = yield* run(AppSessions.use((sessions) => sessions.start(ledger.ann.principal)))
+      const expired = yield* run(AppSessions.use((sessions) => sessions.start(ledger.bob.principal)))
+      const link = yield* run(AppSessions.use((sessions) => sessions.createSignInLink(ledger.bob.principal)))
+      yield* run(AppSessions.use((sessions) => sessions.useSignInLink(link)))
+      yield* run(TenantSql.use((sql) =>
+        sql.control(ScopedSql.use((q) =>
+          Effect.all([
+            q`UPDATE app_sessions SET expires_at = now() - interval '1 second' WHERE user_id = ${ledger.bob.principal.user_id}`,
+            q`UPDATE app_signin_links SET used_at = now() - interval '2 days' WHERE user_id = ${ledger.bob.principal.user_id}`
+          ])
+        ))
+      ))
+      const deleted = yield* run(AppSessions.use((sessions) => sessions.sweep))
+      assert.isAtLeast(deleted.sessions, 1)
+      assert.isAtLeast(deleted.links, 1)
+      assert.isDefined(yield* run(AppSessions.use((sessions) => sessions.resolve(live))), "a live session stays")
+      assert.isUndefined(yield* run(AppSessions.use((sessions) => sessions.resolve(expired))))
+    }))
+
   it.effect("bad input on every form: a 4xx page, never a 5xx; every page carries the CSP", () =>
     Effect.gen(function*() {
       const { stack, ledger } = yield* fixture

@@ -21,6 +21,7 @@ import { transcriptSource } from "./0014_transcript_source.ts"
 import { analyticsEdges } from "./0015_analytics_edges.ts"
 import { app } from "./0016_app.ts"
 import { memberReads } from "./0017_member_reads.ts"
+import { appSweep } from "./0018_app_sweep.ts"
 
 /** Ordered migrations; ids never change once released (the database records them). */
 export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
@@ -40,5 +41,6 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0014_transcript_source": transcriptSource,
   "0015_analytics_edges": analyticsEdges,
   "0016_app": app,
-  "0017_member_reads": memberReads
+  "0017_member_reads": memberReads,
+  "0018_app_sweep": appSweep
 }
