@@ -14,12 +14,12 @@
  *   GET  /admin/pipeline, /admin/pipeline.json
  *   GET  /app/app.css, /app/views.js, /app/app.js
  */
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Option } from "effect"
 import { HttpRouter, type HttpServerRequest, type HttpServerResponse } from "effect/http"
 import { Accounts } from "../auth/Accounts.ts"
 import { AppSessions, AppSweeper } from "../auth/AppSessions.ts"
 import { Credentials } from "../auth/Credentials.ts"
-import { LedgerConfig } from "../config/LedgerConfig.ts"
+import { LedgerConfig, type LedgerSettings } from "../config/LedgerConfig.ts"
 import type { DatabaseUnavailable } from "../domain/errors.ts"
 import type { ViewsServices } from "../mcp/ui/loadView.ts"
 import { PipelineStatus } from "../ops/Status.ts"
@@ -32,11 +32,9 @@ import { adminHandlers } from "./routes/admin.ts"
 import { ledgerHandlers } from "./routes/ledger.ts"
 import { SignInLimiter } from "../auth/SignInLimiter.ts"
 
-/** Where the gateway is, for the setup snippets: the public host, the gateway's port. */
-const gatewayUrlOf = (publicUrl: string, gatewayPort: number) => {
-  const url = new URL(publicUrl)
-  return `http://${url.hostname}:${gatewayPort}`
-}
+/** Where callers reach the gateway, for the setup snippets: LEDGER_GATEWAY_URL, else the public host with the gateway's port. */
+const gatewayUrlOf = (config: LedgerSettings) =>
+  Option.getOrElse(config.gatewayUrl, () => `http://${new URL(config.publicUrl).hostname}:${config.gatewayPort}`)
 
 type PageHandler = (request: HttpServerRequest.HttpServerRequest) => Effect.Effect<HttpServerResponse.HttpServerResponse, DatabaseUnavailable>
 
@@ -49,7 +47,7 @@ const routes = HttpRouter.use(Effect.fnUntraced(function*(router) {
     sessions: yield* AppSessions,
     credentials: yield* Credentials,
     limiter: yield* SignInLimiter,
-    setup: { gatewayUrl: gatewayUrlOf(config.publicUrl, config.gatewayPort), apiUrl: config.publicUrl }
+    setup: { gatewayUrl: gatewayUrlOf(config), apiUrl: config.publicUrl }
   }
   const services = yield* Effect.context<ViewsServices>()
   const account = accountHandlers(context)

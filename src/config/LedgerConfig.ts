@@ -16,6 +16,11 @@ export interface LedgerSettings {
   readonly apiPort: number
   readonly gatewayPort: number
   readonly publicUrl: string
+  /**
+   * the gateway as callers reach it (LEDGER_GATEWAY_URL, which `ledger watch` also reads), for the app's setup
+   * snippets; unset → the public URL's host with the gateway's port
+   */
+  readonly gatewayUrl: Option.Option<string>
   readonly dataDir: string
   /** unset → embedded PGlite in the data directory */
   readonly databaseUrl: Option.Option<Redacted.Redacted>
@@ -214,6 +219,7 @@ export const settingsConfig: Config.Config<LedgerSettings> = Config.all({
   apiPort: Config.Port("LEDGER_API_PORT").pipe(Config.withDefault(8080)),
   gatewayPort: Config.Port("LEDGER_GATEWAY_PORT").pipe(Config.withDefault(4000)),
   publicUrl: Config.option(Config.String("LEDGER_PUBLIC_URL")),
+  gatewayUrl: Config.option(Config.String("LEDGER_GATEWAY_URL")),
   dataDir: Config.String("LEDGER_DATA_DIR").pipe(Config.withDefault("./.ledger")),
   databaseUrl: Config.option(Config.Redacted("DATABASE_URL")),
   redisUrl: Config.option(Config.Redacted("REDIS_URL")),
@@ -265,6 +271,7 @@ export const settingsConfig: Config.Config<LedgerSettings> = Config.all({
     apiPort: c.apiPort,
     gatewayPort: c.gatewayPort,
     publicUrl: trimSlash(Option.getOrElse(c.publicUrl, () => `http://${c.host}:${c.apiPort}`)),
+    gatewayUrl: Option.map(c.gatewayUrl, trimSlash),
     dataDir: Path.resolve(c.dataDir),
     databaseUrl: c.databaseUrl,
     redisUrl: c.redisUrl,

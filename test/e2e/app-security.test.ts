@@ -5,7 +5,7 @@
  * with a 4xx page — never a 5xx.
  */
 import { assert, layer } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Option } from "effect"
 import fc from "fast-check"
 import { Accounts } from "../../src/auth/Accounts.ts"
 import { AppSessions } from "../../src/auth/AppSessions.ts"
@@ -15,7 +15,9 @@ import { ApiStack } from "../support/api-stack.ts"
 import { type Member, seedTwoTenantLedger, type TwoTenantLedger, withStack } from "../support/ledger-fixture.ts"
 
 const logs: Array<string> = []
+const GATEWAY_URL = "https://gateway.example"
 const StackLive = ApiStack.layer({
+  settings: { gatewayUrl: Option.some(GATEWAY_URL) },
   logLevel: "Debug",
   onLog: (entry) => logs.push(JSON.stringify(entry, (_, value) => (typeof value === "bigint" ? String(value) : value)))
 })
@@ -236,6 +238,26 @@ layer(Layer.mergeAll(StackLive), { timeout: 120_000, excludeTestServices: true }
       const logged = logs.join("\n")
       for (const plain of [secret, created.gateway_key, created.pat!, password, session, token, ledger.ann.pat]) assert.notInclude(logged, plain)
       assert.isAbove(logs.length, 0)
+    }))
+
+  it.effect("sign-up through the form: keys once, setup for the gateway callers reach (LEDGER_GATEWAY_URL), signed in", () =>
+    Effect.gen(function*() {
+      const { stack } = yield* fixture
+      const browser = client(stack.baseUrl)
+      const csrf = yield* live(() => browser.csrf("/signup"))
+      const form = { csrf, organisation: "Pied Piper", workspace: "compression", email: "richard@piedpiper.test", password: "middle-out compression" }
+      const created = yield* live(() => browser.request("/signup", { form }))
+      assert.strictEqual(created.status, 200)
+      const key = /<code id="gateway-key">(ldg_gw_[^<]+)<\/code>/.exec(created.text)![1]!
+      assert.include(created.text, `baseURL: "${GATEWAY_URL}/v1"`)
+      assert.include(created.text, `ANTHROPIC_BASE_URL=${GATEWAY_URL}`)
+      assert.strictEqual((yield* live(() => browser.request("/"))).status, 200, "the new owner is signed in")
+      // the same organisation name again is refused with the reason, next to the field
+      const again = client(stack.baseUrl)
+      const taken = yield* live(async () => again.request("/signup", { form: { ...form, csrf: await again.csrf("/signup"), email: "erlich@piedpiper.test" } }))
+      assert.strictEqual(taken.status, 400)
+      assert.include(taken.text, "That organisation name is taken")
+      assert.notInclude(taken.text, key)
     }))
 
   it.effect("the sweeper deletes expired sessions, old sign-in links and long-expired invitations, and nothing live", () =>

@@ -9,6 +9,7 @@ export const testSettings = (overrides: Partial<LedgerSettings> = {}): LedgerSet
   apiPort: 8080,
   gatewayPort: 4000,
   publicUrl: "http://127.0.0.1:8080",
+  gatewayUrl: Option.none(),
   dataDir: Path.join(Os.tmpdir(), "ledger-test"),
   databaseUrl: Option.none(),
   redisUrl: Option.none(),
