@@ -160,7 +160,7 @@ const bars = (items, options) => {
 const columns = (buckets, options) => {
   if (buckets.length === 0) return empty("No activity in range.");
   const series = options.series;
-  const width = 900, height = 200, left = 52, bottom = 22, top = 10;
+  const width = 900, height = 200, left = 70, bottom = 22, top = 10;
   const max = Math.max(0, ...buckets.map((b) => b.values.reduce((a, v) => a + v, 0))) || 1;
   const step = (width - left) / buckets.length;
   const barWidth = Math.max(2, step * 0.72);
