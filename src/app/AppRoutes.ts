@@ -8,6 +8,7 @@
  *   GET  /signup[?invitation=], POST        sign-up (LEDGER_SIGNUP) or joining by invitation; keys shown once
  *   POST /signout
  *   GET  /account/password, POST            set one's password (after a sign-in link)
+ *   GET  /account/workspaces, POST, POST /account/workspaces/switch   one's workspaces: switch, create (admins)
  *   GET  /, /agents/:id, /sessions/:id, /decisions/:id, /decisions, /pulse, /features/:id, /graph   the views
  *   GET  /admin/api-keys, POST /admin/api-keys, POST /admin/api-keys/revoke
  *   GET  /admin/members, POST /admin/members/{invite,role,remove}
@@ -64,6 +65,9 @@ const routes = HttpRouter.use(Effect.fnUntraced(function*(router) {
     ["POST", "/signout", account.signOut],
     ["GET", "/account/password", account.passwordGet],
     ["POST", "/account/password", account.passwordPost],
+    ["GET", "/account/workspaces", account.workspacesGet],
+    ["POST", "/account/workspaces", account.workspaceCreate],
+    ["POST", "/account/workspaces/switch", account.workspaceSwitch],
     ...Object.values(VIEW_PATHS).map((path) => ["GET", path as HttpRouter.PathInput, ledger.viewPage] as const),
     ["GET", "/admin/api-keys", admin.keysGet],
     ["POST", "/admin/api-keys", admin.keysCreate],

@@ -101,7 +101,9 @@ export const page = (input: PageInput): Raw =>
 <a class="skip" href="#content">Skip to content</a>
 <header class="app">
 <a class="home" href="/" aria-label="Agent Decision Ledger, home">${raw(BRAND_MARK)}</a>
-<div class="titles"><div class="brand">Agent Decision Ledger${input.user ? html`<span> · ${input.user.workspace}</span>` : ""}</div><h1 id="title">${input.title}</h1></div>
+<div class="titles"><div class="brand">Agent Decision Ledger${
+    input.user ? html`<span> · <a href="/account/workspaces" title="Workspaces">${input.user.workspace}</a></span>` : ""
+  }</div><h1 id="title">${input.title}</h1></div>
 ${
     input.user
       ? html`<form method="post" action="/signout" class="signout"><span class="who">${input.user.email}</span>

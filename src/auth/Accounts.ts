@@ -46,6 +46,13 @@ export interface Member {
   readonly joined_at: Date
 }
 
+export interface WorkspaceMembership {
+  readonly workspace_id: string
+  readonly name: string
+  readonly role: MemberRole
+  readonly admin: boolean
+}
+
 export interface Invitation {
   readonly invitation_id: string
   readonly email: string
@@ -91,6 +98,10 @@ export class Accounts extends Context.Service<Accounts, {
   acceptInvitation(token: string, password: string): Effect.Effect<Provisioned, AccountProblem | NotFound | DatabaseUnavailable>
   /** Sets a signed-in user's password (the first run's admin, who signed in by link, has none). */
   setPassword(userId: string, email: string, password: string): Effect.Effect<void, AccountProblem | DatabaseUnavailable>
+  /** The workspaces of the tenant the user is a member of. */
+  workspaces(member: { readonly tenant_id: string; readonly user_id: string }): Effect.Effect<ReadonlyArray<WorkspaceMembership>, DatabaseUnavailable>
+  /** A new workspace of the tenant, administered by its creator. */
+  createWorkspace(member: { readonly tenant_id: string; readonly user_id: string }, name: string): Effect.Effect<string, AccountProblem | DatabaseUnavailable>
   members(workspace: Workspace): Effect.Effect<ReadonlyArray<Member>, DatabaseUnavailable>
   setRole(workspace: Workspace, userId: string, role: MemberRole): Effect.Effect<void, NotFound | BadRequest | DatabaseUnavailable>
   /** Removes a member (never the last admin); their keys and sessions stop working with the membership. */
@@ -234,6 +245,30 @@ export class Accounts extends Context.Service<Accounts, {
         }))
       })
 
+      const workspaces = Effect.fn("Accounts.workspaces")(function*(member: { readonly tenant_id: string; readonly user_id: string }) {
+        return yield* tenantSql.control(Effect.gen(function*() {
+          const sql = yield* ScopedSql
+          return yield* sql<WorkspaceMembership>`
+            SELECT m.workspace_id::text, w.name, m.role, m.admin FROM memberships m JOIN workspaces w ON w.workspace_id = m.workspace_id
+            WHERE m.tenant_id = ${member.tenant_id} AND m.user_id = ${member.user_id} ORDER BY w.name`
+        }))
+      })
+
+      const createWorkspace = Effect.fn("Accounts.createWorkspace")(function*(member: { readonly tenant_id: string; readonly user_id: string }, rawName: string) {
+        const name = rawName.trim()
+        yield* checkName("workspace", name)
+        return yield* tenantSql.control(Effect.gen(function*() {
+          const sql = yield* ScopedSql
+          const created = yield* sql<{ workspace_id: string }>`
+            INSERT INTO workspaces (workspace_id, tenant_id, name) VALUES (${Crypto.randomUUID()}, ${member.tenant_id}, ${name})
+            ON CONFLICT (tenant_id, name) DO NOTHING RETURNING workspace_id::text`
+          if (created.length === 0) return yield* new AccountProblem({ field: "workspace", message: "Your organisation already has a workspace of that name." })
+          const workspace_id = created[0]!.workspace_id
+          yield* sql`INSERT INTO memberships (tenant_id, workspace_id, user_id, role, admin) VALUES (${member.tenant_id}, ${workspace_id}, ${member.user_id}, 'member', true)`
+          return workspace_id
+        }))
+      })
+
       const members = Effect.fn("Accounts.members")(function*(workspace: Workspace) {
         return yield* tenantSql.control(Effect.gen(function*() {
           const sql = yield* ScopedSql
@@ -268,7 +303,20 @@ export class Accounts extends Context.Service<Accounts, {
           sql`DELETE FROM memberships WHERE workspace_id = ${workspace.workspace_id} AND user_id::text = ${userId}`)
       })
 
-      return Accounts.of({ signUp, signIn, invite, invitations, pendingInvitation, acceptInvitation, setPassword, members, setRole, removeMember })
+      return Accounts.of({
+        signUp,
+        signIn,
+        invite,
+        invitations,
+        pendingInvitation,
+        acceptInvitation,
+        setPassword,
+        workspaces,
+        createWorkspace,
+        members,
+        setRole,
+        removeMember
+      })
     })
   )
 }

@@ -130,6 +130,22 @@ layer(Layer.mergeAll(StackLive), { timeout: 120_000, excludeTestServices: true }
       assert.strictEqual((yield* live(() => ann.request("/admin/pipeline.json"))).status, 200)
     }))
 
+  it.effect("workspaces: only one's own to switch to; only administrators create them", () =>
+    Effect.gen(function*() {
+      const { stack, ledger } = yield* fixture
+      const bob = yield* signedInAs(stack, ledger.bob)
+      const csrf = yield* live(() => bob.csrf("/account/workspaces"))
+      const refused = yield* live(() => bob.request("/account/workspaces/switch", { form: { csrf, workspace_id: ledger.ann.principal.workspace_id } }))
+      assert.strictEqual(refused.status, 404)
+      assert.strictEqual((yield* live(() => bob.request("/"))).status, 200, "still signed in where he was")
+      const rex = yield* signedInAs(stack, ledger.rex)
+      const rexCsrf = yield* live(() => rex.csrf("/account/workspaces"))
+      const notAdmin = yield* live(() => rex.request("/account/workspaces", { form: { csrf: rexCsrf, workspace: "rex-own" } }))
+      assert.strictEqual(notAdmin.status, 403)
+      const page = yield* live(() => rex.request("/account/workspaces"))
+      assert.notInclude(page.text, "Create a workspace")
+    }))
+
   it.effect("a restricted member sees only decisions made with their own keys, and no admin page", () =>
     Effect.gen(function*() {
       const { stack, ledger } = yield* fixture

@@ -204,6 +204,23 @@ layer(AppLive, { timeout: 240_000, excludeTestServices: true })("the app in a br
       assert.strictEqual(members!.status(), 403)
       assert.deepStrictEqual(rex.requests.blocked, [])
 
+      // --- workspaces: ann creates "staging" (empty: workspaces are kept apart) and switches back to production
+      yield* go(page, `${app.baseUrl}/account/workspaces`)
+      yield* check(page, "workspaces")
+      yield* Effect.promise(async () => {
+        await page.getByLabel("Name").fill("staging")
+        await page.getByRole("button", { name: "Create workspace" }).click()
+        await page.waitForURL(`${app.baseUrl}/`)
+      })
+      assert.include(yield* Effect.promise(() => page.locator("header .brand").innerText()), "staging")
+      assert.strictEqual(yield* Effect.promise(() => page.locator("a.drill:has-text('billing-agent')").count()), 0)
+      yield* go(page, `${app.baseUrl}/account/workspaces`)
+      yield* Effect.promise(async () => {
+        await page.getByRole("button", { name: "Switch to production" }).click()
+        await page.waitForURL(`${app.baseUrl}/`)
+      })
+      assert.isAbove(yield* Effect.promise(() => page.locator("a.drill:has-text('billing-agent')").count()), 0)
+
       // --- Initech's admin is not the installation's operator: the pipeline spans every tenant
       const refusedPipeline = yield* Effect.promise(() => page.goto(`${app.baseUrl}/admin/pipeline`))
       assert.strictEqual(refusedPipeline!.status(), 403)

@@ -2,6 +2,7 @@
  * The signed-out pages: sign-in, sign-up, an invitation to accept, and the page that shows a new account's keys
  * once, with setup for the OpenAI SDK, Claude Code and Codex.
  */
+import type { WorkspaceMembership } from "../../auth/Accounts.ts"
 import type { SignupPolicy } from "../../config/LedgerConfig.ts"
 import { csrfField, html, notice, page, type FrameUser } from "../html.ts"
 
@@ -162,4 +163,36 @@ ${input(state, "password", "New password", "password", "new-password", "(at leas
 <button type="submit" class="primary">Set password</button>
 </form>
 </section></div>`
+  })
+
+/** The workspaces the user belongs to in their organisation: switch between them; an administrator creates more. */
+export const workspacesPage = (user: FrameUser, current: string, workspaces: ReadonlyArray<WorkspaceMembership>, state: FormState) =>
+  page({
+    title: "Workspaces",
+    user,
+    body: html`<section class="card" aria-labelledby="yours">
+${notice(state.notice)}
+<h2 id="yours">Your workspaces</h2>
+<div class="tablewrap"><table><caption class="sr-only">Your workspaces</caption>
+<thead><tr><th scope="col">Workspace</th><th scope="col">Role</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
+<tbody>${
+      workspaces.map((workspace) =>
+        html`<tr><td>${workspace.name}</td><td>${workspace.role}${workspace.admin ? ", administrator" : ""}</td><td>${
+          workspace.workspace_id === current
+            ? html`<span class="muted">current</span>`
+            : html`<form method="post" action="/account/workspaces/switch" class="inline">${csrfField(user.csrf)}
+<input type="hidden" name="workspace_id" value="${workspace.workspace_id}"><button type="submit" class="back" aria-label="Switch to ${workspace.name}">Switch</button></form>`
+        }</td></tr>`
+      )
+    }</tbody></table></div>
+</section>
+${
+      user.admin
+        ? html`<section class="card" aria-labelledby="create-workspace"><h2 id="create-workspace">Create a workspace</h2>
+<form method="post" action="/account/workspaces" class="row">${csrfField(user.csrf)}
+${input(state, "workspace", "Name", "text", "off")}
+<button type="submit" class="primary">Create workspace</button></form>
+<p class="muted">Its data is kept apart from your other workspaces; you administer it and invite its members.</p></section>`
+        : ""
+    }`
   })

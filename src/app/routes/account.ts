@@ -8,10 +8,22 @@ import { type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { tokenBuckets } from "../../api/RateLimiter.ts"
 import { csrfTokenOf } from "../../auth/AppSessions.ts"
 import type { MemberIds } from "../../auth/Credentials.ts"
-import { addressOf, anonymousCsrf, csrfValid, localPath, sameOrigin, seeOther, signedIn, withFormCookie, withoutSession, withSession } from "../../auth/browser.ts"
+import {
+  addressOf,
+  anonymousCsrf,
+  csrfValid,
+  localPath,
+  sameOrigin,
+  seeOther,
+  type SignedIn,
+  signedIn,
+  withFormCookie,
+  withoutSession,
+  withSession
+} from "../../auth/browser.ts"
 import { type AppContext, frameUser, messagePage, readForm, requireMember } from "../context.ts"
 import { csrfField, html, page, pageResponse } from "../html.ts"
-import { type FormState, invitationPage, passwordPage, provisionedPage, signInPage, signupClosedPage, signUpPage } from "../pages/account.ts"
+import { type FormState, invitationPage, passwordPage, provisionedPage, signInPage, signupClosedPage, signUpPage, workspacesPage } from "../pages/account.ts"
 
 /** sign-ups (and invitation acceptances) per address and minute */
 const SIGNUPS_PER_MINUTE = 10
@@ -200,5 +212,64 @@ export const accountHandlers = (context: AppContext) => {
     return withoutSession(seeOther("/signin"), names)
   })
 
-  return { signInGet, signInPost, signUpGet, signUpPost, linkGet, linkPost, signOut, passwordGet, passwordPost }
+  const workspacesResponse = (signed: SignedIn, state: FormState, status = 200) =>
+    Effect.map(
+      accounts.workspaces(signed.member.principal),
+      (workspaces) => pageResponse(workspacesPage(frameUser(signed), signed.member.principal.workspace_id, workspaces, state), status)
+    )
+
+  const workspacesGet = (request: HttpServerRequest.HttpServerRequest) => requireMember(context, request, (signed) => workspacesResponse(signed, {}))
+
+  /** Moves the browser to another workspace of the user: a new session there (the old one ends). */
+  const moveTo = (signed: SignedIn, workspaceId: string) =>
+    Effect.gen(function*() {
+      const principal = signed.member.principal
+      const token = yield* sessions.start({ tenant_id: principal.tenant_id, workspace_id: workspaceId, user_id: principal.user_id })
+      yield* sessions.end(signed.session)
+      return withSession(seeOther("/"), names, token)
+    })
+
+  const workspaceSwitch = (request: HttpServerRequest.HttpServerRequest) =>
+    requireMember(context, request, (signed) =>
+      Effect.gen(function*() {
+        const form = yield* checkedPost(request, signed.session)
+        if (form === undefined) return forbidden()
+        const target = form.get("workspace_id") ?? ""
+        const mine = yield* accounts.workspaces(signed.member.principal)
+        if (!mine.some((workspace) => workspace.workspace_id === target)) {
+          return yield* workspacesResponse(signed, { notice: "You are not a member of that workspace." }, 404)
+        }
+        return yield* moveTo(signed, target)
+      }))
+
+  const workspaceCreate = (request: HttpServerRequest.HttpServerRequest) =>
+    requireMember(context, request, (signed) =>
+      Effect.gen(function*() {
+        const form = yield* checkedPost(request, signed.session)
+        if (form === undefined) return forbidden()
+        if (!signed.member.admin) return yield* workspacesResponse(signed, { notice: "Only administrators create workspaces." }, 403)
+        const name = (form.get("workspace") ?? "").slice(0, 200)
+        const created = yield* accounts.createWorkspace(signed.member.principal, name).pipe(
+          Effect.map((workspaceId) => ({ workspaceId, problem: undefined })),
+          Effect.catchTag("AccountProblem", (problem) => Effect.succeed({ workspaceId: undefined, problem }))
+        )
+        if (created.problem !== undefined) return yield* workspacesResponse(signed, { values: { workspace: name }, problem: created.problem }, 400)
+        yield* Effect.logInfo("app workspace created").pipe(Effect.annotateLogs({ workspace_id: created.workspaceId, user_id: signed.member.principal.user_id }))
+        return yield* moveTo(signed, created.workspaceId!)
+      }))
+
+  return {
+    signInGet,
+    signInPost,
+    signUpGet,
+    signUpPost,
+    linkGet,
+    linkPost,
+    signOut,
+    passwordGet,
+    passwordPost,
+    workspacesGet,
+    workspaceSwitch,
+    workspaceCreate
+  }
 }
