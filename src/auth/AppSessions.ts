@@ -11,6 +11,7 @@ import * as Crypto from "node:crypto"
 import type { DatabaseUnavailable } from "../domain/errors.ts"
 import type { MemberRole, Principal } from "../domain/principal.ts"
 import { ScopedSql, TenantSql } from "../store/TenantSql.ts"
+import { every } from "../supervision/supervise.ts"
 import { hashToken, type MemberIds } from "./Credentials.ts"
 
 export const SESSION_TTL_MS = 7 * 24 * 3_600_000
@@ -176,18 +177,19 @@ export class AppSessions extends Context.Service<AppSessions, {
 /** How often each API process sweeps (deletes are idempotent, so replicas may overlap). */
 const SWEEP_INTERVAL = Duration.hours(1)
 
-/** Runs `AppSessions.sweep` every SWEEP_INTERVAL in a fiber of the layer's scope; a failed round is retried next time. */
+/** Runs `AppSessions.sweep` every SWEEP_INTERVAL, supervised; a failed round is retried next time. */
 export const AppSweeper = Layer.effectDiscard(Effect.gen(function*() {
   const sessions = yield* AppSessions
-  yield* sessions.sweep.pipe(
-    Effect.tap((deleted) =>
-      deleted.sessions + deleted.links + deleted.invitations > 0
-        ? Effect.logInfo("expired app sessions, sign-in links and invitations deleted", deleted)
-        : Effect.void
+  yield* every(
+    "app sweep",
+    sessions.sweep.pipe(
+      Effect.tap((deleted) =>
+        deleted.sessions + deleted.links + deleted.invitations > 0
+          ? Effect.logInfo("expired app sessions, sign-in links and invitations deleted", deleted)
+          : Effect.void
+      ),
+      Effect.catch((error) => Effect.logWarning("app sweep failed; the next round retries", { error: error.message }))
     ),
-    Effect.catch((error) => Effect.logWarning("app sweep failed; the next round retries", { error: error.message })),
-    Effect.delay(SWEEP_INTERVAL),
-    Effect.forever,
-    Effect.forkScoped
+    SWEEP_INTERVAL
   )
 }))
