@@ -30,7 +30,7 @@ const hrefOf = (args) => {
 const canDrill = () => true;
 const drill = (args) => { window.location.assign(hrefOf(args)); };
 const link = (text, args) => h("a", { class: "drill", href: hrefOf(args), text });
-const ui = { h, s, fmt, badge, outcome, card, stats, kv, empty, label, bars, columns, mix, table, fold, pager, link, drill, canDrill, TONE, PALETTE, OUTCOME_COLOR };
+const ui = { ...helpers, link, drill, canDrill };
 
 // ---- shell: draw the page's payload
 const target = document.getElementById("view");

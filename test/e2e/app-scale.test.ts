@@ -18,8 +18,9 @@ import { insertDecisions, makeCapture, type SeedDecision, seedDecision } from ".
 
 const SESSION_LENGTH = 10_000
 const BIG_BYTES = 5 * 1024 * 1024
-/** what "stays responsive" means here: no task on the main thread longer than this, while the page opens */
-const LONGEST_TASK_MS = 250
+/** what "stays responsive" means here: no task on the main thread longer than this, while the page opens (the trace
+ * is drawn in slices; a whole 600-step trace in one task took up to ~150 ms on an idle machine) */
+const LONGEST_TASK_MS = 200
 
 layer(ApiStack.layer(), { timeout: 180_000, excludeTestServices: true })("big things in the app", (it) => {
   it.effect("a 10,000-decision session pages; a 5 MB decision opens folded with the main thread free", () =>
@@ -90,7 +91,9 @@ layer(ApiStack.layer(), { timeout: 180_000, excludeTestServices: true })("big th
       const folds = page.locator("details.fold")
       assert.isAbove(yield* Effect.promise(() => folds.count()), 0)
       assert.strictEqual(yield* Effect.promise(() => page.locator("details.fold[open]").count()), 0, "long texts start folded")
-      assert.isAbove(yield* Effect.promise(() => folds.count()), 300, "every step of the long trace is folded")
+      // the trace fills in by slices (no long task): every one of its 600 steps arrives, folded
+      yield* Effect.promise(() => page.waitForFunction(() => document.querySelectorAll("details.fold").length >= 600, undefined, { timeout: 10_000 }))
+      assert.strictEqual(yield* Effect.promise(() => page.locator("details.fold[open]").count()), 0)
       const rendered = yield* Effect.promise(() => page.evaluate(() => document.getElementById("view")!.textContent!.length))
       assert.isBelow(rendered, 200_000, "the folded page holds a summary line per step, not the 5 MB")
       yield* Effect.promise(() => page.waitForTimeout(300))

@@ -256,6 +256,20 @@ const fold = (head, text, always) => {
     body);
   return details;
 };
+/**
+ * A long list drawn in slices: the first "first" items at once, the rest a "batch" per task, so the page answers
+ * input while a list of thousands of items fills in (no task blocks the main thread for long).
+ */
+const lazyList = (tag, props, items, draw, first, batch) => {
+  const node = h(tag, props);
+  const size = batch || 100;
+  const add = (from, count) => {
+    node.append(...items.slice(from, from + count).map(draw));
+    if (from + count < items.length) setTimeout(() => add(from + count, size), 0);
+  };
+  add(0, first || 50);
+  return node;
+};
 /** Paging links for a view's list: "Next page →" with the next cursor, "← First page" when not on the first. */
 const pager = (args, nextCursor) => {
   const { cursor, ...first } = args;
@@ -264,6 +278,8 @@ const pager = (args, nextCursor) => {
     cursor ? link("← First page", first) : h("span"),
     nextCursor ? link("Next page →", { ...first, cursor: nextCursor }) : null);
 };
+/** what views get as "ui", besides the host's link, drill and canDrill */
+const helpers = { h, s, fmt, badge, outcome, card, stats, kv, empty, label, bars, columns, mix, table, fold, lazyList, pager, TONE, PALETTE, OUTCOME_COLOR };
 `
 
 /**
@@ -339,7 +355,7 @@ const link = (text, args) => canDrill()
   ? h("button", { class: "drill", type: "button", onclick: (e) => { e.stopPropagation(); drill(args); }, text })
   : h("span", { text });
 
-const ui = { h, s, fmt, badge, outcome, card, stats, kv, empty, label, bars, columns, mix, table, fold, pager, link, drill, canDrill, TONE, PALETTE, OUTCOME_COLOR };
+const ui = { ...helpers, link, drill, canDrill };
 
 // ---- shell
 const titleNode = document.getElementById("title");

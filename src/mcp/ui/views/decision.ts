@@ -55,7 +55,7 @@ export const decisionView = defineView({
     h("div", { class: "grid2" }, scoreCard("Quality", d.quality, d.quality_detail), scoreCard("Confidence", d.confidence, d.confidence_detail)),
     ui.card("Logic trace (" + d.logic_trace.length + " steps" + (foldTrace ? ", folded: open a step to read it" : "") + ")",
       d.logic_trace.length === 0 ? ui.empty("No steps recorded.") :
-      d.logic_trace.map((step) => h("div", { class: "step " + step.kind }, ui.fold(ui.label(step.index + ". " + step.kind, step.tool_name), step.text, foldTrace)))),
+      ui.lazyList("div", {}, d.logic_trace, (step) => h("div", { class: "step " + step.kind }, ui.fold(ui.label(step.index + ". " + step.kind, step.tool_name), step.text, foldTrace)))),
     h("div", { class: "grid2" },
       ui.card("Evidence (" + d.evidence.length + ")",
         d.evidence.length === 0 ? ui.empty("The model was given no evidence.") :
