@@ -11,7 +11,7 @@ import * as Crypto from "node:crypto"
 import type { DatabaseUnavailable } from "../domain/errors.ts"
 import type { MemberRole, Principal } from "../domain/principal.ts"
 import { ScopedSql, TenantSql } from "../store/TenantSql.ts"
-import { every } from "../supervision/supervise.ts"
+import { sweepEvery } from "../supervision/supervise.ts"
 import { hashToken, type MemberIds } from "./Credentials.ts"
 
 export const SESSION_TTL_MS = 7 * 24 * 3_600_000
@@ -180,16 +180,5 @@ const SWEEP_INTERVAL = Duration.hours(1)
 /** Runs `AppSessions.sweep` every SWEEP_INTERVAL, supervised; a failed round is retried next time. */
 export const AppSweeper = Layer.effectDiscard(Effect.gen(function*() {
   const sessions = yield* AppSessions
-  yield* every(
-    "app sweep",
-    sessions.sweep.pipe(
-      Effect.tap((deleted) =>
-        deleted.sessions + deleted.links + deleted.invitations > 0
-          ? Effect.logInfo("expired app sessions, sign-in links and invitations deleted", deleted)
-          : Effect.void
-      ),
-      Effect.catch((error) => Effect.logWarning("app sweep failed; the next round retries", { error: error.message }))
-    ),
-    SWEEP_INTERVAL
-  )
+  yield* sweepEvery("app sweep", sessions.sweep, SWEEP_INTERVAL)
 }))

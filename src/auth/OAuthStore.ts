@@ -13,7 +13,7 @@ import type { DatabaseUnavailable } from "../domain/errors.ts"
 import type { MemberRole } from "../domain/principal.ts"
 import { generateToken, hashToken, TOKEN_PREFIX } from "./Credentials.ts"
 import { ScopedSql, TenantSql } from "../store/TenantSql.ts"
-import { every } from "../supervision/supervise.ts"
+import { sweepEvery } from "../supervision/supervise.ts"
 
 export const ACCESS_TOKEN_TTL_SECONDS = 3_600
 export const REFRESH_TOKEN_TTL_SECONDS = 30 * 86_400
@@ -470,16 +470,5 @@ const SWEEP_INTERVAL = Duration.hours(1)
 /** Runs `OAuthStore.sweep` every SWEEP_INTERVAL, supervised; a failed round is retried next time. */
 export const OAuthSweeper = Layer.effectDiscard(Effect.gen(function*() {
   const store = yield* OAuthStore
-  yield* every(
-    "OAuth sweep",
-    store.sweep.pipe(
-      Effect.tap((deleted) =>
-        deleted.tokens + deleted.authorizations + deleted.clients > 0
-          ? Effect.logInfo("expired OAuth tokens, authorizations and unused clients deleted", deleted)
-          : Effect.void
-      ),
-      Effect.catch((error) => Effect.logWarning("OAuth sweep failed; the next round retries", { error: error.message }))
-    ),
-    SWEEP_INTERVAL
-  )
+  yield* sweepEvery("OAuth sweep", store.sweep, SWEEP_INTERVAL)
 }))

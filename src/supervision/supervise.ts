@@ -50,6 +50,24 @@ export const every = <E, R>(name: string, step: Effect.Effect<unknown, E, R>, in
   supervise(name, step.pipe(Effect.andThen(Effect.sleep(interval)), Effect.forever))
 
 /**
+ * A sweep (deletes of what expired) every `interval`, supervised: what it deleted is logged when it deleted anything,
+ * a failed round is logged as a warning and retried the next time.
+ */
+export const sweepEvery = <R>(
+  name: string,
+  sweep: Effect.Effect<Record<string, number>, { readonly message: string }, R>,
+  interval: Duration.Input
+) =>
+  every(
+    name,
+    sweep.pipe(
+      Effect.tap((deleted) => (Object.values(deleted).some((n) => n > 0) ? Effect.logInfo(`${name}: deleted`, deleted) : Effect.void)),
+      Effect.catch((error) => Effect.logWarning(`${name} failed; the next round retries`, { error: error.message }))
+    ),
+    interval
+  )
+
+/**
  * A backoff stepped by hand, for a loop that keeps working while it waits (the publisher moves its queue into the
  * spool until the next replay is due): `next` is the delay before the next attempt, `reset` starts over after a
  * success.

@@ -4,34 +4,16 @@
  * user's workspace, and back to the page the person wanted; refusals come back to /signin with the reason.
  */
 import { assert, layer } from "@effect/vitest"
-import { Context, Effect, Layer, Option, Redacted } from "effect"
-import { ApiStack } from "../support/api-stack.ts"
+import { Effect } from "effect"
 import { launchBrowser, openPage, screenshot } from "../support/browser.ts"
-import { type FakeOidc, fakeOidc } from "../support/fake-oidc.ts"
+import { ApiStack } from "../support/api-stack.ts"
+import { OidcProvider, oidcApiStack } from "../support/fake-oidc.ts"
 
-class Provider extends Context.Service<Provider, FakeOidc>()("test/app-sso/Provider") {
-  static readonly layer = Layer.effect(Provider, fakeOidc)
-}
-
-const StackLive = Layer.unwrap(Effect.gen(function*() {
-  const provider = yield* Provider
-  return ApiStack.layer({
-    settings: {
-      oidc: Option.some({
-        issuer: provider.issuer,
-        clientId: provider.clientId,
-        clientSecret: Option.some(Redacted.make(provider.clientSecret)),
-        allowedDomains: ["acme.test"]
-      })
-    }
-  })
-}))
-
-layer(StackLive.pipe(Layer.provideMerge(Provider.layer)), { timeout: 120_000, excludeTestServices: true })("the app's SSO", (it) => {
+layer(oidcApiStack(["acme.test"]), { timeout: 120_000, excludeTestServices: true })("the app's SSO", (it) => {
   it.effect("Continue with the provider: a verified member lands where they were going; others are told why not", () =>
     Effect.gen(function*() {
       const stack = yield* ApiStack
-      const provider = yield* Provider
+      const provider = yield* OidcProvider
       const browser = yield* launchBrowser
       const origin = new URL(provider.issuer).origin
       const { page, requests } = yield* openPage(browser, { allow: (url) => url.startsWith(stack.baseUrl) || url.startsWith(origin) })

@@ -8,33 +8,15 @@
  * as access_denied), a provider that cannot be reached, and too many sign-ins started from one address.
  */
 import { assert, describe, layer } from "@effect/vitest"
-import { Context, Effect, Layer, Option, Redacted } from "effect"
+import { Effect, Layer, Option } from "effect"
 import { Credentials } from "../../src/auth/Credentials.ts"
 import { ApiStack } from "../support/api-stack.ts"
 import { launchBrowser, openPage, screenshot } from "../support/browser.ts"
-import { type FakeOidc, fakeOidc } from "../support/fake-oidc.ts"
+import { OidcProvider, oidcApiStack } from "../support/fake-oidc.ts"
 import { beginSdkAuthorization, callTool, mcpClient, pkcePair, postForm, registerOAuthClient, textOf } from "../support/mcp-client.ts"
 import { Callback } from "../support/oauth-callback.ts"
 
-class Provider extends Context.Service<Provider, FakeOidc>()("test/oidc/Provider") {
-  static readonly layer = Layer.effect(Provider, fakeOidc)
-}
-
-const StackLive = Layer.unwrap(Effect.gen(function*() {
-  const provider = yield* Provider
-  return ApiStack.layer({
-    settings: {
-      oidc: Option.some({
-        issuer: provider.issuer,
-        clientId: provider.clientId,
-        clientSecret: Option.some(Redacted.make(provider.clientSecret)),
-        allowedDomains: ["acme.test", "twice.test"]
-      })
-    }
-  })
-}))
-
-const Live = Callback.layer.pipe(Layer.provideMerge(StackLive), Layer.provideMerge(Provider.layer))
+const Live = Callback.layer.pipe(Layer.provideMerge(oidcApiStack(["acme.test", "twice.test"])))
 
 /** A fetch that does not follow redirects: each hop is checked. */
 const hop = (url: string, cookie?: string) =>
@@ -78,7 +60,7 @@ describe("MCP OAuth with an OpenID Connect provider", () => {
     it.effect("the SDK client signs in through the provider in the browser, picks a workspace, calls a tool", () =>
       Effect.gen(function*() {
         const { baseUrl } = yield* ApiStack
-        const provider = yield* Provider
+        const provider = yield* OidcProvider
         const callback = yield* Callback
         const { provider: auth, transport, authorizationUrl } = yield* beginSdkAuthorization(baseUrl, callback.url)
 
@@ -138,7 +120,7 @@ describe("MCP OAuth with an OpenID Connect provider", () => {
 
     it.effect("an account is linked to its user at its first sign-in: another account with the email is refused, the linked one follows its link", () =>
       Effect.gen(function*() {
-        const provider = yield* Provider
+        const provider = yield* OidcProvider
         const { context } = yield* ApiStack
         const signsIn = (expectEmail: string) =>
           Effect.gen(function*() {
@@ -165,7 +147,7 @@ describe("MCP OAuth with an OpenID Connect provider", () => {
 
     it.effect("refused, with the sign-in page again: an unverified email, a domain not allowed, no member, users in two tenants, a forged ID token", () =>
       Effect.gen(function*() {
-        const provider = yield* Provider
+        const provider = yield* OidcProvider
         const { context } = yield* ApiStack
         const refusal = (expectStatus: number, expectText: string) =>
           Effect.gen(function*() {
@@ -200,7 +182,7 @@ describe("MCP OAuth with an OpenID Connect provider", () => {
 
     it.effect("a provider's refusal reaches the client as access_denied, with its state", () =>
       Effect.gen(function*() {
-        const provider = yield* Provider
+        const provider = yield* OidcProvider
         provider.signInAs({ error: "login_required" })
         const { answer } = yield* throughProvider
         provider.signInAs({ email: "ann@acme.test" })

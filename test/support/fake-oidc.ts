@@ -4,7 +4,8 @@
  * (no page of its own), the token endpoint (client secret, PKCE S256) answering an RS256 ID token, the JWKS, and a
  * userinfo endpoint (for providers that keep the email out of the ID token).
  */
-import { Effect, type Scope } from "effect"
+import { Context, Effect, Layer, Option, Redacted, type Scope } from "effect"
+import { ApiStack } from "./api-stack.ts"
 import * as Crypto from "node:crypto"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
@@ -170,3 +171,24 @@ export const fakeOidc: Effect.Effect<FakeOidc, never, Scope.Scope> = Effect.gen(
     exchanges: () => exchanges
   }
 })
+
+/** The fake provider as a service of a test's layer. */
+export class OidcProvider extends Context.Service<OidcProvider, FakeOidc>()("test/support/OidcProvider") {
+  static readonly layer = Layer.effect(OidcProvider, fakeOidc)
+}
+
+/** An API stack whose OpenID Connect provider (LEDGER_OIDC_*) is the fake one, with the provider beside it. */
+export const oidcApiStack = (allowedDomains: ReadonlyArray<string>) =>
+  Layer.unwrap(Effect.gen(function*() {
+    const provider = yield* OidcProvider
+    return ApiStack.layer({
+      settings: {
+        oidc: Option.some({
+          issuer: provider.issuer,
+          clientId: provider.clientId,
+          clientSecret: Option.some(Redacted.make(provider.clientSecret)),
+          allowedDomains
+        })
+      }
+    })
+  })).pipe(Layer.provideMerge(OidcProvider.layer))
