@@ -9,12 +9,13 @@ import { AppSessions } from "../src/auth/AppSessions.ts"
 import { Authenticator } from "../src/auth/Authenticator.ts"
 import { Credentials } from "../src/auth/Credentials.ts"
 import { SignInLimiter } from "../src/auth/SignInLimiter.ts"
+import { IntegrityKeys } from "../src/integrity/IntegrityKeys.ts"
 import { DatabaseLive } from "../src/store/Database.ts"
 import { PlannerStatistics } from "../src/store/PlannerStatistics.ts"
 import { TenantSql } from "../src/store/TenantSql.ts"
 
 export const StoreLive = Layer.mergeAll(Authenticator.layer, Accounts.layer, AppSessions.layer, SignInLimiter.layer).pipe(
   Layer.provideMerge(Credentials.layer),
-  Layer.provideMerge(Layer.mergeAll(TenantSql.layer, PlannerStatistics.layer)),
+  Layer.provideMerge(Layer.mergeAll(TenantSql.layer, PlannerStatistics.layer, IntegrityKeys.layer)),
   Layer.provide(DatabaseLive)
 )

@@ -25,6 +25,7 @@ import { buildLatency, builderRetries, capturesDeadLettered, decisionsBuilt } fr
 import { ScopedSql, TenantSql } from "../store/TenantSql.ts"
 import { backoff, supervise } from "../supervision/supervise.ts"
 import { decodeEntry, type Reconstruction, reconstruct } from "./reconstruct.ts"
+import { IntegrityKeys } from "../integrity/IntegrityKeys.ts"
 import { pruneThroughput, storeBatch } from "./store.ts"
 
 /** What one batch came to. */
@@ -124,6 +125,7 @@ export class DecisionBuilder extends Context.Service<DecisionBuilder, {
       const settings = yield* LedgerConfig
       const stream = yield* CaptureStream
       const tenantSql = yield* TenantSql
+      const integrityKeys = yield* IntegrityKeys
       const gapMs = settings.sessionGapMinutes * 60_000
       const failures = new Map<string, string>()
 
@@ -154,6 +156,7 @@ export class DecisionBuilder extends Context.Service<DecisionBuilder, {
             failure.kind === "unavailable" || (failure.kind === "other" && unexplained < OTHER_FAILURE_ATTEMPTS)
           const result = yield* storeBatch(items.map((item) => item.reconstruction), { gapMs, consumer }).pipe(
             Effect.provideService(TenantSql, tenantSql),
+            Effect.provideService(IntegrityKeys, integrityKeys),
             Effect.timeoutOrElse({ duration: BATCH_TIMEOUT, orElse: () => Effect.fail("timeout" as const) }),
             // typed failures and defects alike (a connection lost mid-transaction can surface as a defect)
             Effect.catchCause((cause) => Cause.hasInterruptsOnly(cause) ? Effect.interrupt : Effect.fail(classifyFailure(Cause.squash(cause)))),

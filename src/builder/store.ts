@@ -17,6 +17,8 @@ import type { LogicStep } from "../domain/decision.ts"
 import type { DatabaseUnavailable } from "../domain/errors.ts"
 import { type SessionRollup, sessionSummary } from "../domain/sessionSummary.ts"
 import { ScopedSql, TenantSql } from "../store/TenantSql.ts"
+import { IntegrityKeys } from "../integrity/IntegrityKeys.ts"
+import { advanceChain, type ChainLink, chainLinks, lockChain } from "./chaining.ts"
 import { continueTrace } from "./derive/trace.ts"
 import { callFacts, pgJson, pgText, type Reconstruction } from "./reconstruct.ts"
 import { earlierFirst, type KnownSession, type PlannedCall, planSessions } from "./sessions.ts"
@@ -250,27 +252,35 @@ const linkSuccessors = (inserted: ReadonlyArray<Reconstruction>) =>
       WHERE d.ledger_id = v.ledger_id`
   })
 
+/**
+ * Inserts the new decisions with their chain links. Every one of them is new (probed under the agents' locks), so
+ * an insert that returns fewer rows fails the batch: a skipped row would break the chain it was numbered into.
+ */
 const insertDecisions = (
   scope: WorkspaceScope,
   items: ReadonlyArray<Reconstruction>,
   sessionOf: (ledgerId: string) => string,
-  previousOf: (ledgerId: string) => string | null
+  previousOf: (ledgerId: string) => string | null,
+  linkOf: (ledgerId: string) => ChainLink
 ) =>
   Effect.gen(function*() {
     const sql = yield* ScopedSql
     const facts = items.map(callFacts)
     const column = <A>(f: (item: Reconstruction, i: number) => A) => items.map(f)
+    const links = items.map((item) => linkOf(item.capture.ledger_id))
+    const hex = (pick: (link: ChainLink) => Buffer) => texts(links.map((link) => pick(link).toString("hex")))
     const rows = yield* sql<{ ledger_id: string }>`
       INSERT INTO decisions (ledger_id, tenant_id, workspace_id, user_id, key_id, agent_id, session_id, execution_id,
         created_at, provider, provider_type, model, stream, status, title, intent, outcome, cost_usd, quality, confidence,
         latency_ms, first_token_ms, usage, derivation, subjects, raw_request, raw_response, error, aborted, upstream_ms,
         capture_version, captured_at, api, response_id, previous_response_id, previous_ledger_id, raw_context, source,
-        built_at)
+        built_at, recorded_at, seq, prev_hash, hash, raw_hash, chain_key)
       SELECT ledger_id, ${scope.tenant_id}::uuid, ${scope.workspace_id}::uuid, user_id, key_id, agent_id, session_id,
         execution_id, created_at, provider, provider_type, model, stream, status, title, intent, outcome, cost_usd,
         quality, confidence, latency_ms, first_token_ms, usage::jsonb, derivation::jsonb, subjects::jsonb, raw_request,
         raw_response, error::jsonb, aborted, upstream_ms, capture_version, captured_at, api, response_id,
-        previous_response_id, previous_ledger_id, raw_context, source::jsonb, clock_timestamp()
+        previous_response_id, previous_ledger_id, raw_context, source::jsonb, clock_timestamp(), recorded_at, seq,
+        decode(prev_hash, 'hex'), decode(hash, 'hex'), decode(raw_hash, 'hex'), ${links[0]?.chain_key ?? 0}
       FROM UNNEST(
         ${uuids(column(({ capture }) => capture.ledger_id))},
         ${uuids(column(({ capture }) => capture.user_id))},
@@ -307,13 +317,18 @@ const insertDecisions = (
         ${texts(column(({ continues }) => continues === null ? null : pgText(continues)))},
         ${uuids(column(({ capture }) => previousOf(capture.ledger_id)))},
         ${texts(column(({ capture }) => capture.context == null ? null : pgText(capture.context)))},
-        ${texts(column(({ capture }) => capture.source === undefined ? null : pgJson(capture.source)))}
+        ${texts(column(({ capture }) => capture.source === undefined ? null : pgJson(capture.source)))},
+        ${times(links.map((link) => link.recorded_at))}, ${floats(links.map((link) => link.seq))},
+        ${hex((link) => link.prev_hash)}, ${hex((link) => link.hash)}, ${hex((link) => link.raw_hash)}
       ) AS v(ledger_id, user_id, key_id, agent_id, session_id, execution_id, created_at, provider, provider_type, model,
              stream, status, title, intent, outcome, cost_usd, quality, confidence, latency_ms, first_token_ms, usage,
              derivation, subjects, raw_request, raw_response, error, aborted, upstream_ms, capture_version, captured_at,
-             api, response_id, previous_response_id, previous_ledger_id, raw_context, source)
-      ON CONFLICT (ledger_id) DO NOTHING
+             api, response_id, previous_response_id, previous_ledger_id, raw_context, source, recorded_at, seq,
+             prev_hash, hash, raw_hash)
       RETURNING ledger_id`
+    if (rows.length !== items.length) {
+      return yield* Effect.die(new Error(`chained ${items.length} decisions but inserted ${rows.length}; the batch is retried`))
+    }
     return new Set(rows.map((row) => row.ledger_id))
   })
 
@@ -477,8 +492,10 @@ const storeGroup = (scope: WorkspaceScope, group: ReadonlyArray<Reconstruction>,
       { gapMs, newId: () => Crypto.randomUUID() }
     )
     const sessionOf = (ledgerId: string) => plan.assignment.get(ledgerId)!
-    const inserted = yield* insertDecisions(scope, items, sessionOf, (ledgerId) => links.get(ledgerId)?.previous ?? null)
-    yield* linkSuccessors(items.filter((item) => inserted.has(item.capture.ledger_id)))
+    // every item is new (probed under the agents' locks): the decisions are inserted last, so the workspace's chain
+    // stays locked for as little of the transaction as can be
+    const inserted = new Set(items.map((item) => item.capture.ledger_id))
+    yield* linkSuccessors(items)
 
     if (plan.merged.size > 0) {
       const drops = [...plan.merged.keys()]
@@ -559,6 +576,13 @@ const storeGroup = (scope: WorkspaceScope, group: ReadonlyArray<Reconstruction>,
     )
     // only agents whose rollups changed; an agent seen for the first time always has an inserted decision
     yield* writeAgents(scope, new Map([...agents].filter(([, delta]) => delta.decision_count > 0 || delta.session_count !== 0)))
+
+    const ordered = [...items].sort((a, b) =>
+      a.capture.started_at - b.capture.started_at || (a.capture.ledger_id < b.capture.ledger_id ? -1 : 1)
+    )
+    const chain = yield* chainLinks(scope, ordered, yield* lockChain(scope), (yield* IntegrityKeys).current)
+    yield* insertDecisions(scope, ordered, sessionOf, (ledgerId) => links.get(ledgerId)?.previous ?? null, (ledgerId) => chain.links.get(ledgerId)!)
+    yield* advanceChain(scope, chain.head)
     return inserted
   })
 
@@ -569,7 +593,7 @@ const storeGroup = (scope: WorkspaceScope, group: ReadonlyArray<Reconstruction>,
 export const storeBatch = (
   batch: ReadonlyArray<Reconstruction>,
   options: { readonly gapMs: number; readonly consumer: string }
-): Effect.Effect<StoredBatch, DatabaseUnavailable | SqlError.SqlError, TenantSql> =>
+): Effect.Effect<StoredBatch, DatabaseUnavailable | SqlError.SqlError, TenantSql | IntegrityKeys> =>
   Effect.gen(function*() {
     const groups = groupByWorkspace(batch)
     if (groups.length === 0) return { inserted: new Set<string>() }

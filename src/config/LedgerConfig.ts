@@ -93,6 +93,13 @@ export interface LedgerSettings {
    * (only through an invitation link; the default), `closed` (no sign-up in the app at all)
    */
   readonly signup: SignupPolicy
+  /**
+   * the keys of the decision chain (LEDGER_INTEGRITY_KEY: `SECRET` or `ID:SECRET,ID:SECRET`, base64url of 32 bytes);
+   * unset → `<data dir>/integrity.key`, created on first use
+   */
+  readonly integrityKey: Option.Option<Redacted.Redacted>
+  /** LEDGER_RETENTION_DAYS: decisions older than this are pruned by whole partitions; unset keeps everything */
+  readonly retentionDays: Option.Option<number>
   readonly analytics: AnalyticsSettings
 }
 
@@ -258,6 +265,8 @@ export const settingsConfig: Config.Config<LedgerSettings> = Config.all({
   oidcClientSecret: Config.option(Config.Redacted("LEDGER_OIDC_CLIENT_SECRET")),
   oidcAllowedDomains: Config.String("LEDGER_OIDC_ALLOWED_DOMAINS").pipe(Config.withDefault("")),
   signup: Config.Literals(SIGNUP_POLICIES, "LEDGER_SIGNUP").pipe(Config.withDefault("invite" as const)),
+  integrityKey: Config.option(Config.Redacted("LEDGER_INTEGRITY_KEY")),
+  retentionDays: Config.option(Config.Number("LEDGER_RETENTION_DAYS")),
   analyticsIntervalMs: Config.Int("LEDGER_ANALYTICS_INTERVAL_MS").pipe(Config.withDefault(defaultAnalyticsSettings.intervalMs)),
   analyticsYieldBacklog: Config.Int("LEDGER_ANALYTICS_YIELD_BACKLOG").pipe(Config.withDefault(defaultAnalyticsSettings.yieldBacklog)),
   embeddingsModel: Config.option(Config.String("LEDGER_EMBEDDINGS_MODEL")),
@@ -309,6 +318,11 @@ export const settingsConfig: Config.Config<LedgerSettings> = Config.all({
     apiRateLimit: c.apiRateLimit,
     oidc: parseOidc(c.oidcIssuer, c.oidcClientId, c.oidcClientSecret, c.oidcAllowedDomains),
     signup: c.signup,
+    integrityKey: c.integrityKey,
+    retentionDays: Option.map(c.retentionDays, (days) => {
+      if (!(days > 0)) throw new Error(`LEDGER_RETENTION_DAYS must be a positive number of days, not ${days}`)
+      return days
+    }),
     analytics: {
       intervalMs: c.analyticsIntervalMs,
       yieldBacklog: c.analyticsYieldBacklog,

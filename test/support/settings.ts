@@ -45,6 +45,8 @@ export const testSettings = (overrides: Partial<LedgerSettings> = {}): LedgerSet
   captureDedupTtlSeconds: 7 * 24 * 3600,
   apiRateLimit: 100,
   signup: "open",
+  integrityKey: Option.none(),
+  retentionDays: Option.none(),
   oidc: Option.none(),
   analytics: defaultAnalyticsSettings,
   ...overrides

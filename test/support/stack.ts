@@ -7,6 +7,7 @@ import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { StoreLive } from "../../layers/Store.ts"
+import { IntegrityKeys } from "../../src/integrity/IntegrityKeys.ts"
 import { Authenticator } from "../../src/auth/Authenticator.ts"
 import { Credentials } from "../../src/auth/Credentials.ts"
 import { DatabaseLive } from "../../src/store/Database.ts"
@@ -45,7 +46,7 @@ export const storeWithPoolLayer = (backend: Backend, overrides: Partial<LedgerSe
   Layer.unwrap(Effect.map(backendSettings(backend, overrides), (settings) =>
     Authenticator.layer.pipe(
       Layer.provideMerge(Credentials.layer),
-      Layer.provideMerge(Layer.mergeAll(TenantSql.layer, PlannerStatistics.layer)),
+      Layer.provideMerge(Layer.mergeAll(TenantSql.layer, PlannerStatistics.layer, IntegrityKeys.layer)),
       Layer.provideMerge(DatabaseLive),
       Layer.provideMerge(LedgerConfig.layerFrom(settings))
     )

@@ -22,6 +22,7 @@ import { analyticsEdges } from "./0015_analytics_edges.ts"
 import { app } from "./0016_app.ts"
 import { memberReads } from "./0017_member_reads.ts"
 import { appSweep } from "./0018_app_sweep.ts"
+import { integrity } from "./0019_integrity.ts"
 
 /** Ordered migrations; ids never change once released (the database records them). */
 export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
@@ -42,5 +43,6 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0015_analytics_edges": analyticsEdges,
   "0016_app": app,
   "0017_member_reads": memberReads,
-  "0018_app_sweep": appSweep
+  "0018_app_sweep": appSweep,
+  "0019_integrity": integrity
 }
