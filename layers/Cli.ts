@@ -6,6 +6,7 @@ import { Effect, Layer, Option } from "effect"
 import { Rebuilder } from "../src/builder/Rebuild.ts"
 import * as RedisCaptureStream from "../src/capture/RedisCaptureStream.ts"
 import { LedgerConfig } from "../src/config/LedgerConfig.ts"
+import { Verifier } from "../src/integrity/Verifier.ts"
 import { PipelineStatus } from "../src/ops/Status.ts"
 import { DatabaseLive, PgLive } from "../src/store/Database.ts"
 import { TenantSql } from "../src/store/TenantSql.ts"
@@ -39,6 +40,9 @@ export const DlqLive = Layer.unwrap(Effect.gen(function*() {
   }
   return RedisCaptureStream.layer
 })).pipe(Layer.provideMerge(PlatformLive))
+
+/** `checkpoint` and `verify`: the verifier on the store (which holds the integrity keys). */
+export const IntegrityLive = Verifier.layer.pipe(Layer.provideMerge(StoreLive), Layer.provideMerge(PlatformLive))
 
 /** `rebuild`: the rebuilder on the store. */
 export const RebuildLive = Rebuilder.layer.pipe(Layer.provide(StoreLive), Layer.provideMerge(PlatformLive))

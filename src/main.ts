@@ -5,7 +5,7 @@
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
 import { Clock, Console, Effect, Layer, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
-import { AdminLive, DlqLive, MigrateLive, RebuildLive, StatusLive } from "../layers/Cli.ts"
+import { AdminLive, DlqLive, IntegrityLive, MigrateLive, RebuildLive, StatusLive } from "../layers/Cli.ts"
 import { ROLES, type Role, serveLayer } from "../layers/Serve.ts"
 import { Rebuilder } from "./builder/Rebuild.ts"
 import { progressBar } from "./builder/RebuildProgress.ts"
@@ -14,6 +14,7 @@ import { deadLetterIdentity, PipelineStatus, renderDeadLetters, renderReport } f
 import { AppSessions } from "./auth/AppSessions.ts"
 import { Credentials } from "./auth/Credentials.ts"
 import { LedgerConfig } from "./config/LedgerConfig.ts"
+import { checkpoint, verify } from "./integrity/command.ts"
 import { watch } from "./watcher/command.ts"
 
 const json = Flag.Boolean("json").pipe(Flag.withDescription("print machine-readable JSON"), Flag.withDefault(false))
@@ -223,7 +224,9 @@ const rebuild = Command.make(
 
 export const ledger = Command.make("ledger").pipe(
   Command.withDescription("Agent Decision Ledger"),
-  Command.withSubcommands([serve, migrate, admin, status, dlq, rebuild, watch])
+  Command.withSubcommands([
+    serve, migrate, admin, status, dlq, rebuild, checkpoint.pipe(Command.provide(IntegrityLive)), verify.pipe(Command.provide(IntegrityLive)), watch
+  ])
 )
 
 ledger.pipe(

@@ -104,12 +104,15 @@ export class IntegrityKeys extends Context.Service<IntegrityKeys, {
   readonly mac: (id: number, text: string) => Buffer | undefined
   /** Ed25519 signature of `text` with the current key's signing pair */
   readonly sign: (text: string) => Signature
+  /** the public half of key `id`'s signing pair (base64 of 32 raw bytes) */
+  readonly publicKey: (id: number) => string | undefined
 }>()("ledger/integrity/IntegrityKeys") {
   static readonly fromSecrets = (secrets: ReadonlyArray<{ id: number; secret: Buffer }>) => {
     const keys = new Map(secrets.map(({ id, secret }) => [id, Crypto.createSecretKey(secret)]))
     if (keys.size !== secrets.length) throw new Error("integrity keys: each id may appear once")
     const newest = secrets.reduce((a, b) => (b.id > a.id ? b : a))
     const signing = signingKeyOf(newest.secret)
+    const secretOf = new Map(secrets.map(({ id, secret }) => [id, secret]))
     return IntegrityKeys.of({
       current: { id: newest.id, key: keys.get(newest.id)! },
       byId: (id) => keys.get(id),
@@ -121,7 +124,11 @@ export class IntegrityKeys extends Context.Service<IntegrityKeys, {
         key_id: newest.id,
         public_key: signing.publicKey,
         signature: Crypto.sign(null, Buffer.from(text, "utf8"), signing.privateKey).toString("base64")
-      })
+      }),
+      publicKey: (id) => {
+        const secret = secretOf.get(id)
+        return secret === undefined ? undefined : signingKeyOf(secret).publicKey
+      }
     })
   }
 

@@ -55,6 +55,10 @@ export const integrity = run([
   `CREATE INDEX decisions_unlinked ON decisions (tenant_id, workspace_id, previous_response_id)
     WHERE previous_response_id IS NOT NULL AND previous_ledger_id IS NULL`,
   `CREATE INDEX decisions_chain ON decisions (tenant_id, workspace_id, seq)`,
+  // what is not chained yet (the rows from before chaining, until the service chains them at start): empty after
+  `CREATE INDEX decisions_unchained ON decisions (tenant_id, workspace_id) WHERE seq IS NULL`,
+  // the builder always sets it; rows written otherwise (imports, tests' seeds) are recorded when written
+  `ALTER TABLE decisions ALTER COLUMN recorded_at SET DEFAULT now()`,
   // the legacy rows' partition ends where the first monthly partition begins (the month after this one)
   `DO $$ BEGIN EXECUTE format('ALTER TABLE decisions ATTACH PARTITION decisions_legacy FOR VALUES FROM (MINVALUE) TO (%L)',
     date_trunc('month', now(), 'UTC') + interval '1 month'); END $$`,
@@ -85,6 +89,7 @@ export const integrity = run([
     pruned_seq bigint NOT NULL DEFAULT 0,
     pruned_hash bytea,
     pruned_at timestamptz,
+    pruned_key smallint,
     pruned_mac bytea,
     content_policy text NOT NULL DEFAULT 'full' CHECK (content_policy IN ('full', 'redacted', 'metadata')),
     PRIMARY KEY (tenant_id, workspace_id)

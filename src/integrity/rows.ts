@@ -1,0 +1,72 @@
+/** A decision's row as the chain reads it: its chained facts, its links and its raw hash recomputed by Postgres. */
+import type { WorkspaceScope } from "../domain/principal.ts"
+import { type ChainFacts, RAW_HASH_SQL } from "./chain.ts"
+
+export interface ChainRow {
+  readonly seq: number
+  readonly ledger_id: string
+  readonly user_id: string
+  readonly key_id: string
+  readonly agent_id: string
+  readonly execution_id: string | null
+  readonly provider: string
+  readonly provider_type: string
+  readonly model: string
+  readonly api: string
+  readonly stream: boolean
+  readonly status: number
+  readonly aborted: boolean
+  readonly created_at: Date
+  readonly captured_at: Date
+  readonly recorded_at: Date
+  readonly first_token_ms: number | null
+  readonly latency_ms: number
+  readonly upstream_ms: number | null
+  readonly usage: unknown
+  readonly response_id: string | null
+  readonly previous_response_id: string | null
+  readonly capture_version: number
+  readonly source: unknown
+  readonly prev_hash: Uint8Array | null
+  readonly hash: Uint8Array | null
+  readonly raw_hash: Uint8Array | null
+  readonly raw_now: Uint8Array
+  readonly chain_key: number | null
+  readonly erasure_id: string | null
+}
+
+export const ROW_COLUMNS = `seq::float8 AS seq, ledger_id, user_id, key_id, agent_id, execution_id, provider, provider_type, model, api,
+  stream, status, aborted, created_at, captured_at, recorded_at, first_token_ms, latency_ms, upstream_ms, usage, response_id,
+  previous_response_id, capture_version, source, prev_hash, hash, raw_hash, ${RAW_HASH_SQL} AS raw_now, chain_key, erasure_id`
+
+/** The facts a row's hash covers. */
+export const factsOfRow = (scope: WorkspaceScope, row: ChainRow): ChainFacts => ({
+  tenant_id: scope.tenant_id,
+  workspace_id: scope.workspace_id,
+  seq: row.seq,
+  chain_key: row.chain_key ?? 0,
+  ledger_id: row.ledger_id,
+  user_id: row.user_id,
+  key_id: row.key_id,
+  agent_id: row.agent_id,
+  execution_id: row.execution_id,
+  provider: row.provider,
+  provider_type: row.provider_type,
+  model: row.model,
+  api: row.api,
+  stream: row.stream,
+  status: row.status,
+  aborted: row.aborted,
+  created_at: row.created_at.getTime(),
+  captured_at: row.captured_at.getTime(),
+  recorded_at: row.recorded_at.getTime(),
+  first_token_ms: row.first_token_ms,
+  latency_ms: row.latency_ms,
+  upstream_ms: row.upstream_ms,
+  usage: row.usage,
+  response_id: row.response_id,
+  previous_response_id: row.previous_response_id,
+  capture_version: row.capture_version,
+  source: row.source
+})
+
