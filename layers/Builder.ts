@@ -5,10 +5,14 @@
  */
 import { Layer } from "effect"
 import { BuilderWorkers, DecisionBuilder } from "../src/builder/DecisionBuilder.ts"
+import { ChainBackfill } from "../src/integrity/ChainBackfill.ts"
 import { PlannerStatistics } from "../src/store/PlannerStatistics.ts"
 import { AnalyticsLive } from "./Analytics.ts"
 
 /** The decision builder consumers and their reclaimer alone (tests that drive analytics themselves). */
 export const DecisionBuildersLive = BuilderWorkers.pipe(Layer.provide(DecisionBuilder.layer))
 
-export const BuilderLive = Layer.mergeAll(DecisionBuildersLive, AnalyticsLive, PlannerStatistics.maintained)
+/** Decisions stored before chaining join their chains when the builder role starts. */
+const ChainBackfillLive = ChainBackfill.atStart.pipe(Layer.provide(ChainBackfill.layer))
+
+export const BuilderLive = Layer.mergeAll(DecisionBuildersLive, AnalyticsLive, PlannerStatistics.maintained, ChainBackfillLive)

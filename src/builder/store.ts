@@ -4,9 +4,11 @@
  *
  * - Every agent of the batch is locked first (`pg_advisory_xact_lock`, in ascending key order, so builders never
  *   deadlock): session assignment reads, plans and writes an agent's sessions with nothing else changing them.
- * - Then per tenant/workspace group (`rescope`): one statement per table for the whole group — decisions by
- *   `UNNEST` with `ON CONFLICT (ledger_id) DO NOTHING RETURNING`, sessions and agents from what was actually
- *   inserted. A redelivered capture inserts nothing and so changes nothing.
+ * - Then per tenant/workspace group (`rescope`): the ledger ids already stored are probed under those locks (a
+ *   capture's ledger id belongs to one agent, so no other builder can insert it meanwhile) and only the new calls
+ *   go on — a redelivered capture inserts nothing and so changes nothing. One statement per table for the whole
+ *   group: sessions and agents, then the decisions by `UNNEST`, last, because they take the workspace's chain
+ *   (chaining.ts) whose lock serialises every builder writing to the workspace until commit.
  */
 import { PgTypes } from "@effect/sql-pg"
 import { Effect, Result } from "effect"

@@ -9,6 +9,7 @@ import { SqlClient } from "effect/sql"
 import * as Crypto from "node:crypto"
 import { TEMPLATE_COUNT } from "../../bench/ingest/captures.ts"
 import { Rebuilder } from "../../src/builder/Rebuild.ts"
+import { ChainBackfill } from "../../src/integrity/ChainBackfill.ts"
 import { chainHash } from "../../src/integrity/chain.ts"
 import { makeCheckpoint } from "../../src/integrity/checkpoint.ts"
 import { IntegrityKeys } from "../../src/integrity/IntegrityKeys.ts"
@@ -46,7 +47,7 @@ const atSeq = (workspaceId: string, seq: number) =>
 const alteredIds = (w: WorkspaceVerification) => w.integrity.altered.map((a) => a.ledger_id).sort()
 
 describe("integrity", () => {
-  layer(Verifier.layer.pipe(Layer.provideMerge(Rebuilder.layer), Layer.provideMerge(builderStack("postgres"))), {
+  layer(Layer.mergeAll(Verifier.layer, Rebuilder.layer, ChainBackfill.layer).pipe(Layer.provideMerge(builderStack("postgres"))), {
     timeout: 120_000,
     excludeTestServices: true
   })("chain on PostgreSQL", (it) => {
@@ -152,6 +153,37 @@ describe("integrity", () => {
         const rebuilt = yield* (yield* Rebuilder).run()
         assert.isAbove(rebuilt.changed, 7)
         assert.isTrue((yield* verifyOne(workspace_id)).ok)
+      }))
+
+    it.effect("decisions stored before chaining join the chain when the builder starts, after any head already there", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const { workspace_id } = yield* chainedWorkspace(9)
+        // as before chaining: no seq, no hashes, no chain row
+        yield* sql`UPDATE decisions SET seq = NULL, prev_hash = NULL, hash = NULL, raw_hash = NULL, chain_key = NULL
+          WHERE workspace_id = ${workspace_id}`
+        yield* sql`DELETE FROM ledger_chains WHERE workspace_id = ${workspace_id}`
+        const before = yield* verifyOne(workspace_id)
+        assert.isFalse(before.w.integrity.ok)
+        assert.strictEqual(before.w.integrity.altered_total, 9)
+        assert.isTrue(before.w.integrity.altered.every((a) => a.reason === "unchained"))
+
+        assert.isAtLeast(yield* (yield* ChainBackfill).run, 9)
+        const after = yield* verifyOne(workspace_id)
+        assert.isTrue(after.ok)
+        assert.strictEqual(after.w.head_seq, 9)
+
+        // unchained rows recorded earlier than the head are placed after it, their recorded_at raised to the head's
+        yield* sql`UPDATE decisions SET seq = NULL, prev_hash = NULL, hash = NULL, raw_hash = NULL, chain_key = NULL,
+          recorded_at = recorded_at - interval '1 day' WHERE workspace_id = ${workspace_id} AND seq > 6`
+        yield* sql`UPDATE ledger_chains c SET head_seq = 6, head_hash = d.hash FROM decisions d
+          WHERE c.workspace_id = ${workspace_id} AND d.workspace_id = c.workspace_id AND d.seq = 6`
+        yield* (yield* ChainBackfill).run
+        assert.isTrue((yield* verifyOne(workspace_id)).ok)
+        const [order] = yield* sql<{ monotonic: boolean }>`SELECT bool_and(recorded_at >= prev_at) AS monotonic FROM (
+          SELECT recorded_at, lag(recorded_at) OVER (ORDER BY seq) AS prev_at FROM decisions WHERE workspace_id = ${workspace_id}) x
+          WHERE prev_at IS NOT NULL`
+        assert.isTrue(order!.monotonic)
       }))
 
     it.effect("isolation: each workspace has its own chain, and verifying one is blind to another's tampering", () =>

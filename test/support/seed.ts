@@ -207,14 +207,14 @@ const insertWorkspaceRows = (all: ReadonlyArray<SeedDecision>) =>
       INSERT INTO decisions (ledger_id, tenant_id, workspace_id, user_id, key_id, agent_id, session_id, execution_id,
         created_at, provider, provider_type, model, stream, status, title, intent, outcome, cost_usd, quality, confidence,
         latency_ms, first_token_ms, usage, derivation, subjects, raw_request, raw_response, error, aborted, upstream_ms,
-        capture_version, captured_at)
-      SELECT * FROM jsonb_to_recordset(${JSON.stringify(all.map(decisionRecord))}::jsonb) AS t(
+        capture_version, captured_at, recorded_at)
+      SELECT *, captured_at FROM jsonb_to_recordset(${JSON.stringify(all.map(decisionRecord))}::jsonb) AS t(
         ledger_id uuid, tenant_id uuid, workspace_id uuid, user_id uuid, key_id uuid, agent_id text, session_id uuid,
         execution_id text, created_at timestamptz, provider text, provider_type text, model text, stream boolean,
         status int, title text, intent text, outcome text, cost_usd float8, quality float8, confidence float8,
         latency_ms int, first_token_ms int, usage jsonb, derivation jsonb, subjects jsonb, raw_request text,
         raw_response text, error jsonb, aborted boolean, upstream_ms int, capture_version int, captured_at timestamptz)
-      ON CONFLICT (ledger_id) DO NOTHING
+      ON CONFLICT (ledger_id, recorded_at) DO NOTHING
       RETURNING ledger_id`).map((row) => row.ledger_id)
     )
     const rows = all.filter((row) => inserted.has(row.capture.ledger_id))
