@@ -168,7 +168,7 @@ export class SessionsGroup extends HttpApiGroup.make("sessions")
     }).annotate(OpenApi.Summary, "Get a decision")
       .annotate(
         OpenApi.Description,
-        "One decision with its full audit trail: logic trace, evidence, findings, artifacts, outcome, intent, cost breakdown, quality and confidence with their reasons."
+        "One decision with its full audit trail: logic trace, evidence, findings, artifacts, outcome, intent, cost breakdown, quality and confidence with their reasons; and `integrity`, its place in the workspace's hash chain (`seq`, `hash`, `prev_hash` as lowercase hex, `recorded_at`, `chain_key`) that `ledger verify` checks — null until the decision is chained."
       )
   )
   .annotate(OpenApi.Description, "Sessions and their decisions")

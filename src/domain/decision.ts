@@ -130,6 +130,24 @@ export const DecisionSummary = Schema.Struct({
 })
 export type DecisionSummary = typeof DecisionSummary.Type
 
+/**
+ * A decision's place in its workspace's keyed hash chain (docs/ARCHITECTURE.md, "Integrity"): what `ledger verify`
+ * checks, quoted so a reader can hold the ledger to it. Hashes are lowercase hex.
+ */
+export const DecisionIntegrity = Schema.Struct({
+  /** position in the workspace's chain: from 1, gapless, in the order decisions were recorded */
+  seq: Schema.Number,
+  /** HMAC-SHA-256 over the captured facts, `prev_hash` and the hash of the raw exchange */
+  hash: Schema.String,
+  /** the `hash` of the decision at `seq - 1` (zeros for the first) */
+  prev_hash: Schema.String,
+  /** when the decision was chained; never earlier than its predecessor's */
+  recorded_at: Schema.String,
+  /** id of the integrity key the hash was made with */
+  chain_key: Schema.Number
+})
+export type DecisionIntegrity = typeof DecisionIntegrity.Type
+
 /** One decision with its full audit trail. */
 export const Decision = Schema.Struct({
   ...DecisionSummary.fields,
@@ -151,6 +169,8 @@ export const Decision = Schema.Struct({
   logic_trace: Schema.Array(LogicStep),
   evidence: Schema.Array(Evidence),
   findings: Schema.Array(Finding),
-  artifacts: Schema.Array(Artifact)
+  artifacts: Schema.Array(Artifact),
+  /** null until the decision is chained (one stored before chaining joins its chain when the builder starts) */
+  integrity: Schema.NullOr(DecisionIntegrity)
 })
 export type Decision = typeof Decision.Type

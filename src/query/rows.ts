@@ -2,15 +2,16 @@
  * Rows as the database returns them, the columns that select them, and their mapping to the domain shapes REST
  * and MCP serve. The mappers are total: a stored row always maps, even one written by an older builder.
  */
-import type { Decision, DecisionSummary, Intent, Outcome } from "../domain/decision.ts"
+import type { Decision, DecisionIntegrity, DecisionSummary, Intent, Outcome } from "../domain/decision.ts"
 import type { Agent, Session } from "../domain/ledger.ts"
 import { sessionSummary } from "../domain/sessionSummary.ts"
 
 export const SUMMARY_COLUMNS = `ledger_id, session_id, agent_id, execution_id, created_at, provider, model, title, intent,
   outcome, cost_usd, quality, confidence, latency_ms, status, usage`
-/** the full decision adds its audit trail to the summary */
+/** the full decision adds its audit trail and its chain link to the summary */
 export const DECISION_COLUMNS = `${SUMMARY_COLUMNS}, api, response_id, previous_ledger_id::text AS previous_ledger_id, source,
-  stream, first_token_ms, derivation, error`
+  stream, first_token_ms, derivation, error, seq::float8 AS seq, encode(hash, 'hex') AS hash,
+  encode(prev_hash, 'hex') AS prev_hash, recorded_at, chain_key`
 export const AGENT_COLUMNS = `agent_id, agent_name, decision_count, session_count, error_count, total_cost_usd, confidence_sum,
   first_seen_at, last_seen_at`
 export const SESSION_COLUMNS = `session_id, agent_id, execution_id, started_at, ended_at, decision_count, error_count,
@@ -47,6 +48,12 @@ export interface DecisionRow extends SummaryRow {
   readonly first_token_ms: number | null
   readonly derivation: Record<string, any> | null
   readonly error: { readonly type?: string; readonly code?: string | null; readonly message?: string } | null
+  /** the chain columns, null until the decision is chained; hashes as hex */
+  readonly seq: number | null
+  readonly hash: string | null
+  readonly prev_hash: string | null
+  readonly recorded_at: Date
+  readonly chain_key: number | null
 }
 
 /** count columns are bigint, which the driver returns as text */
@@ -101,6 +108,12 @@ export const toSummary = (row: SummaryRow): DecisionSummary => ({
 
 const asArray = (value: unknown): Array<any> => Array.isArray(value) ? value : []
 
+/** The chain columns are set together (by the builder, or the backfill for older rows), so any one null means unchained. */
+const toIntegrity = ({ seq, hash, prev_hash, recorded_at, chain_key }: DecisionRow): DecisionIntegrity | null =>
+  seq === null || hash === null || prev_hash === null || chain_key === null
+    ? null
+    : { seq, hash, prev_hash, recorded_at: recorded_at.toISOString(), chain_key }
+
 /** The stored derivation completes the columns; parts missing from an older row degrade to empty, never fail. */
 export const toDecision = (row: DecisionRow): Decision => {
   const derivation = row.derivation ?? {}
@@ -135,7 +148,8 @@ export const toDecision = (row: DecisionRow): Decision => {
     logic_trace: asArray(derivation.logic_trace),
     evidence: asArray(derivation.evidence),
     findings: asArray(derivation.findings),
-    artifacts: asArray(derivation.artifacts)
+    artifacts: asArray(derivation.artifacts),
+    integrity: toIntegrity(row)
   }
 }
 

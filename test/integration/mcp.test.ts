@@ -12,7 +12,7 @@ import { Context, Effect, Layer } from "effect"
 import * as Crypto from "node:crypto"
 import { request } from "undici"
 import { ApiStack, type ApiStackInfo } from "../support/api-stack.ts"
-import { type Member, MINUTE, seedTwoTenantLedger } from "../support/ledger-fixture.ts"
+import { buildDecisions, type Member, memberOf, MINUTE, seedTwoTenantLedger } from "../support/ledger-fixture.ts"
 import { callTool, grantByForms, mcpClient, textOf } from "../support/mcp-client.ts"
 import { insertDecisions, makeCapture, type SeedDecision, seedDecision, TEMPLATES } from "../support/seed.ts"
 
@@ -225,12 +225,38 @@ describe("MCP /mcp", () => {
         const decision = yield* ok(client, "get_decision", { ledger_id: row.capture.ledger_id })
         assert.deepStrictEqual(decision, yield* rest(ann, `/v1/sessions/${row.session_id}/decisions/${row.capture.ledger_id}`))
         assert.strictEqual(decision.logic_trace.length, row.derivation.logic_trace.length)
+        assert.isNull(decision.integrity, "a seeded row is not chained")
         const text = textOf(yield* callTool(client, "get_decision", { ledger_id: row.capture.ledger_id }))
         assert.include(text, row.derivation.title)
         assert.include(text, "Logic trace")
+        assert.include(text, "not chained yet")
         assert.include(yield* refused(client, "get_decision", { ledger_id: Crypto.randomUUID() }), "not found")
         assert.include(yield* refused(client, "get_decision", { ledger_id: "not-a-uuid" }), "ledger_id")
         assert.include(yield* refused(client, "get_decision", {}), "ledger_id")
+      }))
+
+    it.effect("get_decision: a built decision's integrity (the REST body) links it to the one before", () =>
+      Effect.gen(function*() {
+        const { stack } = yield* Fixture
+        // a workspace of its own, so its chain starts at 1 whatever else the suite stores
+        const ivy = yield* memberOf(stack, "initech", "ivy@initech.test", "member")
+        const now = Date.now()
+        for (const i of [0, 1]) {
+          yield* buildDecisions(stack, [makeCapture({ scope: ivy.scope, agent_id: "auditor", at: now - (2 - i) * MINUTE, ask: `check ${i}` })])
+        }
+        const client = yield* clientOf(ivy)
+        const listed: Array<any> = (yield* ok(client, "list_decisions", { order: "oldest" })).data
+        const decisions = yield* Effect.forEach(listed, (d) => ok(client, "get_decision", { ledger_id: d.ledger_id }))
+        for (const [i, decision] of decisions.entries()) {
+          assert.deepStrictEqual(decision, yield* rest(ivy, `/v1/sessions/${listed[i].session_id}/decisions/${listed[i].ledger_id}`))
+          assert.strictEqual(decision.integrity.seq, i + 1)
+          assert.match(decision.integrity.hash, /^[0-9a-f]{64}$/)
+          assert.match(decision.integrity.prev_hash, /^[0-9a-f]{64}$/)
+        }
+        const [first, second] = decisions.map((decision) => decision.integrity)
+        assert.strictEqual(second.prev_hash, first.hash)
+        const text = textOf(yield* callTool(client, "get_decision", { ledger_id: listed[1].ledger_id }))
+        assert.include(text, `chain seq 2, hash ${second.hash}, prev_hash ${first.hash}`)
       }))
 
     it.effect("list_decisions: every filter, every order, pages; bad filters refused with what is allowed", () =>

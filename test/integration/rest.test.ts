@@ -14,7 +14,7 @@ import { Credentials } from "../../src/auth/Credentials.ts"
 import * as fixtures from "../fixtures/captures/index.ts"
 import { ApiStack, type ApiStackInfo, apiStack } from "../support/api-stack.ts"
 import { ADMIN_URL } from "../support/db.ts"
-import { type Member, MINUTE, seedTwoTenantLedger, withStack } from "../support/ledger-fixture.ts"
+import { buildDecisions, type Member, memberOf, MINUTE, seedTwoTenantLedger, withStack } from "../support/ledger-fixture.ts"
 import { insertDecisions, makeCapture, type SeedDecision, seedDecision } from "../support/seed.ts"
 
 // ---------------------------------------------------------------------------------------------------------
@@ -263,6 +263,35 @@ describe("REST /v1", () => {
         expectError(yield* as(bob)(`/v1/sessions/${session.id}/decisions`), 404, "not_found")
         expectError(yield* as(ann)(`/v1/sessions/${session.id}/decisions/${Crypto.randomUUID()}`), 404, "not_found")
         expectError(yield* as(ann)(`/v1/sessions/${session.id}/decisions/xyz`), 400, "invalid_parameter")
+      }))
+
+    it.effect("GET /v1/sessions/{session_id}/decisions/{ledger_id}: integrity links a built decision to the one before; null until chained", () =>
+      Effect.gen(function*() {
+        const { stack, ann, rows } = yield* Fixture
+        // a workspace of its own, so its chain starts at 1 whatever else the suite stores
+        const ivy = yield* memberOf(stack, "initech", "ivy@initech.test", "member")
+        const now = Date.now()
+        // one batch each: the chain's head carries over from one transaction to the next
+        for (const i of [0, 1]) {
+          yield* buildDecisions(stack, [makeCapture({ scope: ivy.scope, agent_id: "auditor", at: now - (2 - i) * MINUTE, ask: `check ${i}` })])
+        }
+        const listed = (yield* as(ivy)("/v1/decisions?order=oldest")).body.data
+        const [first, second] = yield* Effect.forEach(listed, (d: any) =>
+          Effect.map(as(ivy)(`/v1/sessions/${d.session_id}/decisions/${d.ledger_id}`), (reply) => reply.body.integrity))
+        assert.deepStrictEqual([first.seq, second.seq], [1, 2])
+        for (const link of [first, second]) {
+          assert.match(link.hash, /^[0-9a-f]{64}$/)
+          assert.match(link.prev_hash, /^[0-9a-f]{64}$/)
+          assert.isNumber(link.chain_key)
+          assert.strictEqual(new Date(link.recorded_at).toISOString(), link.recorded_at)
+        }
+        assert.strictEqual(first.prev_hash, "0".repeat(64), "the first decision of a chain follows the zero hash")
+        assert.strictEqual(second.prev_hash, first.hash)
+        assert.isAtMost(Date.parse(first.recorded_at), Date.parse(second.recorded_at))
+
+        const seeded = rows.find((row) => row.capture.tenant_id === ann.principal.tenant_id)!
+        const unchained = (yield* as(ann)(`/v1/sessions/${seeded.session_id}/decisions/${seeded.capture.ledger_id}`)).body
+        assert.isNull(unchained.integrity, "a row inserted past the builder is not chained")
       }))
 
     it.effect("GET /v1/decisions: filters and orders over the whole workspace; nothing of other tenants", () =>

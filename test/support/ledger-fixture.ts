@@ -5,6 +5,9 @@
  */
 import { Effect } from "effect"
 import * as Crypto from "node:crypto"
+import { decodeEntry, reconstruct } from "../../src/builder/reconstruct.ts"
+import { storeBatch } from "../../src/builder/store.ts"
+import type { Capture } from "../../src/domain/capture.ts"
 import type { Principal } from "../../src/domain/principal.ts"
 import { Credentials } from "../../src/auth/Credentials.ts"
 import type { ApiStackInfo } from "./api-stack.ts"
@@ -42,6 +45,16 @@ export const memberOf = (stack: ApiStackInfo, tenant: string, email: string, rol
     const boot = yield* Credentials.use((credentials) => credentials.bootstrap({ tenant, workspace: "ops", email, role }))
     const principal: Principal = { ...boot, role, kind: "pat", token_id: Crypto.randomUUID() }
     return { principal, scope: { ...boot, key_id: Crypto.randomUUID() }, pat: boot.pat } satisfies Member
+  }))
+
+/**
+ * Stores calls as the decision builder does — decoded, derived, placed in sessions and chained in their workspace —
+ * as one batch (seeded rows are inserted as they are, unchained).
+ */
+export const buildDecisions = (stack: ApiStackInfo, captures: ReadonlyArray<Capture>) =>
+  withStack(stack)(Effect.gen(function*() {
+    const batch = yield* Effect.forEach(captures, (capture) => Effect.flatMap(decodeEntry(JSON.stringify(capture)), reconstruct))
+    return yield* storeBatch(batch, { gapMs: stack.settings.sessionGapMinutes * MINUTE, consumer: "test-builder" })
   }))
 
 export const seedTwoTenantLedger = (stack: ApiStackInfo) =>

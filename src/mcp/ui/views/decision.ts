@@ -36,7 +36,8 @@ export const decisionView = defineView({
           ["execution", d.execution_id],
           ["model", h("span", { class: "mono", text: d.provider + "/" + d.model })],
           ["time", fmt.time(d.created_at)],
-          ["ledger id", h("span", { class: "mono", text: d.ledger_id })]
+          ["ledger id", h("span", { class: "mono", text: d.ledger_id })],
+          ["chain", d.integrity && h("span", { class: "mono", title: d.integrity.hash, text: "seq " + d.integrity.seq + " · " + d.integrity.hash.slice(0, 16) + "…" })]
         ])),
       ui.card("Cost and timing",
         ui.kv([
