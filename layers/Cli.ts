@@ -3,6 +3,7 @@
  * itself; `serve` builds its own layers (layers/Serve.ts), so no command shares a database handle with another.
  */
 import { Effect, Layer, Option } from "effect"
+import { ContentPolicies } from "../src/builder/ContentPolicies.ts"
 import { Rebuilder } from "../src/builder/Rebuild.ts"
 import * as RedisCaptureStream from "../src/capture/RedisCaptureStream.ts"
 import { LedgerConfig } from "../src/config/LedgerConfig.ts"
@@ -43,6 +44,9 @@ export const DlqLive = Layer.unwrap(Effect.gen(function*() {
 
 /** `checkpoint` and `verify`: the verifier on the store (which holds the integrity keys). */
 export const IntegrityLive = Verifier.layer.pipe(Layer.provideMerge(StoreLive), Layer.provideMerge(PlatformLive))
+
+/** `admin content-policy`: the policies on the store. */
+export const ContentPolicyLive = ContentPolicies.layer.pipe(Layer.provideMerge(StoreLive), Layer.provideMerge(PlatformLive))
 
 /** `rebuild`: the rebuilder on the store. */
 export const RebuildLive = Rebuilder.layer.pipe(Layer.provide(StoreLive), Layer.provideMerge(PlatformLive))

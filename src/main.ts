@@ -5,7 +5,7 @@
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
 import { Clock, Console, Effect, Layer, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
-import { AdminLive, DlqLive, IntegrityLive, MigrateLive, RebuildLive, StatusLive } from "../layers/Cli.ts"
+import { AdminLive, ContentPolicyLive, DlqLive, IntegrityLive, MigrateLive, RebuildLive, StatusLive } from "../layers/Cli.ts"
 import { ROLES, type Role, serveLayer } from "../layers/Serve.ts"
 import { Rebuilder } from "./builder/Rebuild.ts"
 import { progressBar } from "./builder/RebuildProgress.ts"
@@ -14,7 +14,7 @@ import { deadLetterIdentity, PipelineStatus, renderDeadLetters, renderReport } f
 import { AppSessions } from "./auth/AppSessions.ts"
 import { Credentials } from "./auth/Credentials.ts"
 import { LedgerConfig } from "./config/LedgerConfig.ts"
-import { checkpoint, verify } from "./integrity/command.ts"
+import { checkpoint, contentPolicy, verify } from "./integrity/command.ts"
 import { watch } from "./watcher/command.ts"
 
 const json = Flag.Boolean("json").pipe(Flag.withDescription("print machine-readable JSON"), Flag.withDefault(false))
@@ -138,6 +138,7 @@ const admin = Command.make("admin").pipe(
   Command.withSubcommands([
     bootstrap.pipe(Command.provide(AdminLive)),
     signInLink.pipe(Command.provide(AdminLive)),
+    contentPolicy.pipe(Command.provide(ContentPolicyLive)),
     Command.make("token").pipe(
       Command.withDescription("issue and revoke tokens"),
       Command.withSubcommands([tokenCreate.pipe(Command.provide(AdminLive)), tokenRevoke.pipe(Command.provide(AdminLive))])

@@ -24,7 +24,10 @@ import { DatabaseUnavailable } from "../domain/errors.ts"
 import { buildLatency, builderRetries, capturesDeadLettered, decisionsBuilt } from "./metrics.ts"
 import { ScopedSql, TenantSql } from "../store/TenantSql.ts"
 import { backoff, supervise } from "../supervision/supervise.ts"
-import { decodeEntry, type Reconstruction, reconstruct } from "./reconstruct.ts"
+import type { ContentPolicy } from "../domain/contentPolicy.ts"
+import type { WorkspaceScope } from "../domain/principal.ts"
+import { afterDerivation, beforeDerivation, ContentPolicies } from "./ContentPolicies.ts"
+import { decodeEntry, type Reconstruction, reconstruct, type StorableCapture } from "./reconstruct.ts"
 import { IntegrityKeys } from "../integrity/IntegrityKeys.ts"
 import { pruneThroughput, storeBatch } from "./store.ts"
 
@@ -126,6 +129,7 @@ export class DecisionBuilder extends Context.Service<DecisionBuilder, {
       const stream = yield* CaptureStream
       const tenantSql = yield* TenantSql
       const integrityKeys = yield* IntegrityKeys
+      const contentPolicies = yield* ContentPolicies
       const gapMs = settings.sessionGapMinutes * 60_000
       const failures = new Map<string, string>()
 
@@ -146,6 +150,17 @@ export class DecisionBuilder extends Context.Service<DecisionBuilder, {
           Effect.andThen(Effect.logWarning("capture moved to the dead letters", { entry: entry.id, deliveries: entry.deliveries, reason })),
           Effect.andThen(Effect.sync(() => failures.delete(entry.id)))
         )
+
+      const workspaceKey = (scope: WorkspaceScope) => `${scope.tenant_id}/${scope.workspace_id}`
+      const policiesOf = (captures: ReadonlyArray<StorableCapture>) =>
+        Effect.gen(function*() {
+          const policies = new Map<string, ContentPolicy>()
+          for (const capture of captures) {
+            const key = workspaceKey(capture)
+            if (!policies.has(key)) policies.set(key, yield* contentPolicies.get(capture))
+          }
+          return policies
+        })
 
       const store = (consumer: string, items: ReadonlyArray<Pending>): Effect.Effect<Stored> =>
         Effect.gen(function*() {
@@ -204,7 +219,7 @@ export class DecisionBuilder extends Context.Service<DecisionBuilder, {
 
       const process = Effect.fn("DecisionBuilder.process")(function*(consumer: string, entries: ReadonlyArray<StreamEntry>) {
         let deadLettered = 0
-        const pending: Array<Pending> = []
+        const decoded: Array<{ entry: StreamEntry; capture: StorableCapture }> = []
         for (const entry of entries) {
           if (entry.deliveries > settings.maxDeliveries) {
             const last = failures.get(entry.id) ?? "unknown (the consumers holding it stopped or timed out before finishing)"
@@ -212,13 +227,30 @@ export class DecisionBuilder extends Context.Service<DecisionBuilder, {
             deadLettered++
             continue
           }
-          const built = yield* Effect.result(Effect.flatMap(decodeEntry(entry.payload), reconstruct))
+          const capture = yield* Effect.result(decodeEntry(entry.payload))
+          if (Result.isFailure(capture)) {
+            yield* deadLetter(entry, capture.failure.message)
+            deadLettered++
+            continue
+          }
+          decoded.push({ entry, capture: capture.success })
+        }
+        // what each workspace keeps decides what is derived and stored: without it nothing is built (redelivered later)
+        const policies = yield* Effect.result(policiesOf(decoded.map(({ capture }) => capture)))
+        if (Result.isFailure(policies)) {
+          yield* Effect.logWarning("content policies unreadable; the batch waits for redelivery", { captures: decoded.length, error: policies.failure.message })
+          return { built: 0, duplicates: 0, deadLettered, released: decoded.length }
+        }
+        const pending: Array<Pending> = []
+        for (const { entry, capture } of decoded) {
+          const policy = policies.success.get(workspaceKey(capture))!
+          const built = yield* Effect.result(reconstruct(beforeDerivation(capture, policy)))
           if (Result.isFailure(built)) {
             yield* deadLetter(entry, built.failure.message)
             deadLettered++
             continue
           }
-          pending.push({ entry, reconstruction: built.success })
+          pending.push({ entry, reconstruction: afterDerivation(built.success, policy) })
         }
 
         const stored = yield* store(consumer, pending)
@@ -243,7 +275,7 @@ export class DecisionBuilder extends Context.Service<DecisionBuilder, {
 
       return DecisionBuilder.of({ process })
     })
-  )
+  ).pipe(Layer.provide(ContentPolicies.layer))
 }
 
 /**

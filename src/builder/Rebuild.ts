@@ -46,15 +46,19 @@ const COLUMNS = `api, previous_ledger_id, ledger_id, tenant_id, workspace_id, us
   stream, status, aborted, usage, error, raw_request, raw_context, raw_response, source, created_at, created_at::text AS cursor_at, latency_ms,
   first_token_ms, upstream_ms, capture_version, session_id, title, derivation, subjects`
 
+/** Decisions whose exchange is kept: an erased one, or one stored under the `metadata` policy, has nothing to re-derive. */
+const KEPT = `erasure_id IS NULL AND raw_request <> ''`
+
 /** One page of a workspace's decisions after the cursor (session, time as text for full precision, id). */
 const readPage = (after: StoredRow | undefined, size: number) =>
   Effect.gen(function*() {
     const sql = yield* ScopedSql
     return after === undefined
-      ? yield* sql<StoredRow>`SELECT ${sql.literal(COLUMNS)} FROM decisions
+      ? yield* sql<StoredRow>`SELECT ${sql.literal(COLUMNS)} FROM decisions WHERE ${sql.literal(KEPT)}
           ORDER BY session_id, created_at, ledger_id LIMIT ${size}`
       : yield* sql<StoredRow>`SELECT ${sql.literal(COLUMNS)} FROM decisions
           WHERE (session_id, created_at, ledger_id) > (${after.session_id}::uuid, ${after.cursor_at}::timestamptz, ${after.ledger_id}::uuid)
+            AND ${sql.literal(KEPT)}
           ORDER BY session_id, created_at, ledger_id LIMIT ${size}`
   })
 
