@@ -6,6 +6,7 @@
 import { Layer } from "effect"
 import { BuilderWorkers, DecisionBuilder } from "../src/builder/DecisionBuilder.ts"
 import { ChainBackfill } from "../src/integrity/ChainBackfill.ts"
+import { DecisionRetention } from "../src/integrity/Retention.ts"
 import { PlannerStatistics } from "../src/store/PlannerStatistics.ts"
 import { AnalyticsLive } from "./Analytics.ts"
 
@@ -15,4 +16,10 @@ export const DecisionBuildersLive = BuilderWorkers.pipe(Layer.provide(DecisionBu
 /** Decisions stored before chaining join their chains when the builder role starts. */
 const ChainBackfillLive = ChainBackfill.atStart.pipe(Layer.provide(ChainBackfill.layer))
 
-export const BuilderLive = Layer.mergeAll(DecisionBuildersLive, AnalyticsLive, PlannerStatistics.maintained, ChainBackfillLive)
+/**
+ * Monthly partitions are made before any builder starts (an insert with no partition to land in would be refused as
+ * bad data), then kept ahead, and expired ones dropped when LEDGER_RETENTION_DAYS is set.
+ */
+export const BuilderLive = Layer.mergeAll(DecisionBuildersLive, AnalyticsLive, PlannerStatistics.maintained, ChainBackfillLive).pipe(
+  Layer.provide(DecisionRetention.maintained)
+)

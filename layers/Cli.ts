@@ -7,6 +7,7 @@ import { ContentPolicies } from "../src/builder/ContentPolicies.ts"
 import { Rebuilder } from "../src/builder/Rebuild.ts"
 import * as RedisCaptureStream from "../src/capture/RedisCaptureStream.ts"
 import { LedgerConfig } from "../src/config/LedgerConfig.ts"
+import { Exporter } from "../src/integrity/Exporter.ts"
 import { Verifier } from "../src/integrity/Verifier.ts"
 import { PipelineStatus } from "../src/ops/Status.ts"
 import { DatabaseLive, PgLive } from "../src/store/Database.ts"
@@ -42,8 +43,8 @@ export const DlqLive = Layer.unwrap(Effect.gen(function*() {
   return RedisCaptureStream.layer
 })).pipe(Layer.provideMerge(PlatformLive))
 
-/** `checkpoint` and `verify`: the verifier on the store (which holds the integrity keys). */
-export const IntegrityLive = Verifier.layer.pipe(Layer.provideMerge(StoreLive), Layer.provideMerge(PlatformLive))
+/** `checkpoint`, `verify` and `export`: the verifier and the exporter on the store (which holds the integrity keys). */
+export const IntegrityLive = Layer.mergeAll(Verifier.layer, Exporter.layer).pipe(Layer.provideMerge(StoreLive), Layer.provideMerge(PlatformLive))
 
 /** `admin content-policy`: the policies on the store. */
 export const ContentPolicyLive = ContentPolicies.layer.pipe(Layer.provideMerge(StoreLive), Layer.provideMerge(PlatformLive))

@@ -10,11 +10,12 @@ import { Authenticator } from "../src/auth/Authenticator.ts"
 import { Credentials } from "../src/auth/Credentials.ts"
 import { SignInLimiter } from "../src/auth/SignInLimiter.ts"
 import { IntegrityKeys } from "../src/integrity/IntegrityKeys.ts"
+import { DecisionRetention } from "../src/integrity/Retention.ts"
 import { DatabaseLive } from "../src/store/Database.ts"
 import { PlannerStatistics } from "../src/store/PlannerStatistics.ts"
 import { TenantSql } from "../src/store/TenantSql.ts"
 
-export const StoreLive = Layer.mergeAll(Authenticator.layer, Accounts.layer, AppSessions.layer, SignInLimiter.layer).pipe(
+export const StoreLive = Layer.mergeAll(Authenticator.layer, Accounts.layer, AppSessions.layer, SignInLimiter.layer, DecisionRetention.layer).pipe(
   Layer.provideMerge(Credentials.layer),
   Layer.provideMerge(Layer.mergeAll(TenantSql.layer, PlannerStatistics.layer, IntegrityKeys.layer)),
   Layer.provide(DatabaseLive)

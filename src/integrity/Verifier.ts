@@ -82,7 +82,7 @@ export interface VerifyProgress {
 const readPage = (scope: NamedWorkspace, after: number, size: number) =>
   ScopedSql.use((sql) =>
     sql<ChainRow>`SELECT ${sql.literal(ROW_COLUMNS)} FROM decisions
-      WHERE tenant_id = ${scope.tenant_id}::uuid AND workspace_id = ${scope.workspace_id}::uuid AND seq > ${after}
+      WHERE tenant_id = ${scope.tenant_id}::uuid AND workspace_id = ${scope.workspace_id}::uuid AND seq > ${after}::bigint
       ORDER BY seq LIMIT ${size}`
   )
 

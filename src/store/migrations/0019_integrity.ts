@@ -61,7 +61,7 @@ export const integrity = run([
   `ALTER TABLE decisions ALTER COLUMN recorded_at SET DEFAULT now()`,
   // the legacy rows' partition ends where the first monthly partition begins (the month after this one)
   `DO $$ BEGIN EXECUTE format('ALTER TABLE decisions ATTACH PARTITION decisions_legacy FOR VALUES FROM (MINVALUE) TO (%L)',
-    date_trunc('month', now(), 'UTC') + interval '1 month'); END $$`,
+    (date_trunc('month', now() AT TIME ZONE 'UTC') + interval '1 month') AT TIME ZONE 'UTC'); END $$`,
   `DROP POLICY decisions_tenant ON decisions_legacy`,
   `DROP POLICY decisions_restricted ON decisions_legacy`,
   `REVOKE ALL ON decisions_legacy FROM ledger_reader, ledger_builder`,
