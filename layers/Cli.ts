@@ -7,6 +7,7 @@ import { ContentPolicies } from "../src/builder/ContentPolicies.ts"
 import { Rebuilder } from "../src/builder/Rebuild.ts"
 import * as RedisCaptureStream from "../src/capture/RedisCaptureStream.ts"
 import { LedgerConfig } from "../src/config/LedgerConfig.ts"
+import { Eraser } from "../src/integrity/Eraser.ts"
 import { Exporter } from "../src/integrity/Exporter.ts"
 import { Verifier } from "../src/integrity/Verifier.ts"
 import { PipelineStatus } from "../src/ops/Status.ts"
@@ -43,8 +44,8 @@ export const DlqLive = Layer.unwrap(Effect.gen(function*() {
   return RedisCaptureStream.layer
 })).pipe(Layer.provideMerge(PlatformLive))
 
-/** `checkpoint`, `verify` and `export`: the verifier and the exporter on the store (which holds the integrity keys). */
-export const IntegrityLive = Layer.mergeAll(Verifier.layer, Exporter.layer).pipe(Layer.provideMerge(StoreLive), Layer.provideMerge(PlatformLive))
+/** `checkpoint`, `verify`, `export` and `erase`: the verifier, the exporter and the eraser on the store (which holds the integrity keys). */
+export const IntegrityLive = Layer.mergeAll(Verifier.layer, Exporter.layer, Eraser.layer).pipe(Layer.provideMerge(StoreLive), Layer.provideMerge(PlatformLive))
 
 /** `admin content-policy`: the policies on the store. */
 export const ContentPolicyLive = ContentPolicies.layer.pipe(Layer.provideMerge(StoreLive), Layer.provideMerge(PlatformLive))

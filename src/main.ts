@@ -15,6 +15,7 @@ import { AppSessions } from "./auth/AppSessions.ts"
 import { Credentials } from "./auth/Credentials.ts"
 import { LedgerConfig } from "./config/LedgerConfig.ts"
 import { checkpoint, contentPolicy, verify } from "./integrity/command.ts"
+import { erase } from "./integrity/eraseCommand.ts"
 import { exportDecisions } from "./integrity/exportCommand.ts"
 import { watch } from "./watcher/command.ts"
 
@@ -228,7 +229,7 @@ export const ledger = Command.make("ledger").pipe(
   Command.withDescription("Agent Decision Ledger"),
   Command.withSubcommands([
     serve, migrate, admin, status, dlq, rebuild, checkpoint.pipe(Command.provide(IntegrityLive)), verify.pipe(Command.provide(IntegrityLive)),
-    exportDecisions.pipe(Command.provide(IntegrityLive)), watch
+    exportDecisions.pipe(Command.provide(IntegrityLive)), erase.pipe(Command.provide(IntegrityLive)), watch
   ])
 )
 

@@ -43,9 +43,9 @@ const readChains = (columns: string) =>
       let after = 0
       while (true) {
         const page = yield* tenantSql.read({ ...scope, user_id: "", role: "member" }, ScopedSql.use((sql) =>
-          sql<{ seq: number }>`SELECT ${sql.literal(columns)} FROM decisions
-            WHERE tenant_id = ${scope.tenant_id}::uuid AND workspace_id = ${scope.workspace_id}::uuid AND seq > ${after}::bigint
-            ORDER BY seq LIMIT ${PAGE}`
+          sql<{ seq: number }>`SELECT ${sql.literal(columns)} FROM decisions d
+            WHERE tenant_id = ${scope.tenant_id}::uuid AND workspace_id = ${scope.workspace_id}::uuid AND d.seq > ${after}::bigint
+            ORDER BY d.seq LIMIT ${PAGE}`
         ))
         rows += page.length
         if (page.length < PAGE) break

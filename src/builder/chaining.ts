@@ -56,6 +56,9 @@ export interface ChainLink {
   readonly chain_key: number
 }
 
+/** Text as Postgres gives it back: NUL replaced (pgText), and a lone surrogate as U+FFFD (how UTF-8 encodes it). */
+const stored = (text: string) => pgText(text).toWellFormed()
+
 /** JSON as jsonb gives it back (what verification reads), for values stored through `pgJson`. */
 const asStored = (value: unknown) => (value === null || value === undefined ? null : JSON.parse(pgJson(value)))
 
@@ -75,11 +78,11 @@ export const factsOf = (
     ledger_id: capture.ledger_id,
     user_id: capture.user_id,
     key_id: capture.key_id,
-    agent_id: pgText(capture.agent_id),
-    execution_id: capture.execution_id === null ? null : pgText(capture.execution_id),
-    provider: pgText(capture.provider),
-    provider_type: capture.provider_type,
-    model: pgText(capture.model),
+    agent_id: stored(capture.agent_id),
+    execution_id: capture.execution_id === null ? null : stored(capture.execution_id),
+    provider: stored(capture.provider),
+    provider_type: stored(capture.provider_type),
+    model: stored(capture.model),
     api: captureApi(capture),
     stream: capture.stream,
     status: capture.status,
@@ -91,8 +94,8 @@ export const factsOf = (
     latency_ms: facts.latencyMs,
     upstream_ms: capture.upstream_ms,
     usage: asStored(capture.usage),
-    response_id: item.responseId === null ? null : pgText(item.responseId),
-    previous_response_id: item.continues === null ? null : pgText(item.continues),
+    response_id: item.responseId === null ? null : stored(item.responseId),
+    previous_response_id: item.continues === null ? null : stored(item.continues),
     capture_version: capture.v,
     source: asStored(capture.source)
   }
@@ -107,9 +110,9 @@ export const chainLinks = (scope: WorkspaceScope, items: ReadonlyArray<Reconstru
     for (const item of items) {
       seq += 1
       const raw_hash = rawHash(
-        pgText(item.capture.request),
-        item.capture.response === null ? null : pgText(item.capture.response),
-        item.capture.context == null ? null : pgText(item.capture.context)
+        stored(item.capture.request),
+        item.capture.response === null ? null : stored(item.capture.response),
+        item.capture.context == null ? null : stored(item.capture.context)
       )
       const place = { seq, recorded_at, chain_key: key.id }
       const next = chainHash(key.key, factsOf(scope, item, place), hash, raw_hash)

@@ -234,7 +234,7 @@ const linkSuccessors = (inserted: ReadonlyArray<Reconstruction>) =>
     const waiting = yield* sql<{ ledger_id: string; response_id: string; joined: boolean; trace: ReadonlyArray<LogicStep> | null }>`
       SELECT w.ledger_id, q.id AS response_id, w.joined, w.trace FROM unnest(${texts([...predecessors.keys()])}) AS q(id)
       CROSS JOIN LATERAL (SELECT d.ledger_id, d.raw_context IS NOT NULL AS joined, d.derivation->'logic_trace' AS trace
-        FROM decisions d WHERE d.previous_response_id = q.id AND d.previous_ledger_id IS NULL LIMIT 100) w`
+        FROM decisions d WHERE d.previous_response_id = q.id AND d.previous_ledger_id IS NULL AND d.erasure_id IS NULL LIMIT 100) w`
     if (waiting.length === 0) return
     const links = waiting.map((row) => {
       const predecessor = predecessors.get(row.response_id)!

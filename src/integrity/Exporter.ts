@@ -195,8 +195,9 @@ export class Exporter extends Context.Service<Exporter, {
             const sql = yield* ScopedSql
             const conditions = selected(sql, scope, since, until)
             if (cursor.chained) {
-              const rows = yield* sql<ExportRow>`SELECT ${sql.literal(EXPORT_COLUMNS)} FROM decisions
-                WHERE ${conditions} AND seq > ${cursor.seq}::bigint ORDER BY seq LIMIT ${PAGE}`
+              // by the column, not the float8 alias of the select list: the chain index gives the order
+              const rows = yield* sql<ExportRow>`SELECT ${sql.literal(EXPORT_COLUMNS)} FROM decisions d
+                WHERE ${conditions} AND d.seq > ${cursor.seq}::bigint ORDER BY d.seq LIMIT ${PAGE}`
               const next: Cursor = rows.length === PAGE ? { chained: true, seq: rows.at(-1)!.seq! } : { chained: false, after: undefined }
               return [rows.length === 0 ? [] : [rows], Option.some(next)] as const
             }

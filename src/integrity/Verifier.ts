@@ -81,9 +81,10 @@ export interface VerifyProgress {
 
 const readPage = (scope: NamedWorkspace, after: number, size: number) =>
   ScopedSql.use((sql) =>
-    sql<ChainRow>`SELECT ${sql.literal(ROW_COLUMNS)} FROM decisions
-      WHERE tenant_id = ${scope.tenant_id}::uuid AND workspace_id = ${scope.workspace_id}::uuid AND seq > ${after}::bigint
-      ORDER BY seq LIMIT ${size}`
+    // ordered by the column, not by the float8 alias of the select list, so the chain index gives the order
+    sql<ChainRow>`SELECT ${sql.literal(ROW_COLUMNS)} FROM decisions d
+      WHERE tenant_id = ${scope.tenant_id}::uuid AND workspace_id = ${scope.workspace_id}::uuid AND d.seq > ${after}::bigint
+      ORDER BY d.seq LIMIT ${size}`
   )
 
 interface ChainState {

@@ -186,6 +186,16 @@ describe("integrity", () => {
         assert.isTrue(order!.monotonic)
       }))
 
+    it.effect("text Postgres stores differently from how it was sent (NUL, a lone surrogate) is chained as stored", () =>
+      Effect.gen(function*() {
+        const identity = yield* newWorkspace("odd-text")
+        const capture = JSON.parse(captureJson(identity, { agent_id: "odd", started_at: T0, variant: 0 }))
+        yield* publishAndBuild([JSON.stringify({ ...capture, model: "gpt-4o\u0000-\ud800", request: capture.request.replace("{", "{\"note\":\"\u0000\ud83d\",") })])
+        const { ok, w } = yield* verifyOne(identity.workspace_id)
+        assert.strictEqual(w.decisions, 1)
+        assert.isTrue(ok)
+      }))
+
     it.effect("isolation: each workspace has its own chain, and verifying one is blind to another's tampering", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
