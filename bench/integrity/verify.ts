@@ -73,7 +73,7 @@ const program = Effect.gen(function*() {
       yield* analyseDatabase(url)
     }
     const verifier = yield* Verifier
-    const withoutRawHash = ROW_COLUMNS.replace(/,\s*sha256\([\s\S]*\) AS raw_now/, "")
+    const withoutRawHash = ROW_COLUMNS.replace(/,\s*coalesce\(sha256[\s\S]*AS raw_intact/, "")
     const phases = {
       read: readChains(withoutRawHash),
       "read + raw hash": readChains(ROW_COLUMNS),

@@ -13,7 +13,7 @@ import { advanceChain, lockChain } from "../builder/chaining.ts"
 import { texts, uuids } from "../builder/store.ts"
 import { ScopedSql, TenantSql } from "../store/TenantSql.ts"
 import { supervise } from "../supervision/supervise.ts"
-import { chainHash } from "./chain.ts"
+import { chainHash, RAW_HASH_SQL } from "./chain.ts"
 import { IntegrityKeys } from "./IntegrityKeys.ts"
 import { type ChainRow, factsOfRow, ROW_COLUMNS } from "./rows.ts"
 import { listWorkspaces, type UnknownWorkspace } from "./workspaces.ts"
@@ -38,7 +38,7 @@ export class ChainBackfill extends Context.Service<ChainBackfill, {
             WHERE tenant_id = ${scope.tenant_id}::uuid AND workspace_id = ${scope.workspace_id}::uuid AND seq IS NULL LIMIT 1`
           if (any === undefined) return 0
           const head = yield* lockChain(scope)
-          const rows = yield* sql<ChainRow>`SELECT ${sql.literal(ROW_COLUMNS)} FROM decisions
+          const rows = yield* sql<ChainRow & { readonly raw_now: Uint8Array }>`SELECT ${sql.literal(ROW_COLUMNS)}, ${sql.literal(RAW_HASH_SQL)} AS raw_now FROM decisions
             WHERE tenant_id = ${scope.tenant_id}::uuid AND workspace_id = ${scope.workspace_id}::uuid AND seq IS NULL
             ORDER BY recorded_at, ledger_id LIMIT ${PAGE}`
           if (rows.length === 0) return 0

@@ -106,6 +106,8 @@ export class IntegrityKeys extends Context.Service<IntegrityKeys, {
   readonly sign: (text: string) => Signature
   /** the public half of key `id`'s signing pair (base64 of 32 raw bytes) */
   readonly publicKey: (id: number) => string | undefined
+  /** the keys as configured (base64url), for the verifier's own threads to hold them too */
+  readonly secrets: ReadonlyArray<{ readonly id: number; readonly secret: string }>
 }>()("ledger/integrity/IntegrityKeys") {
   static readonly fromSecrets = (secrets: ReadonlyArray<{ id: number; secret: Buffer }>) => {
     const keys = new Map(secrets.map(({ id, secret }) => [id, Crypto.createSecretKey(secret)]))
@@ -128,7 +130,8 @@ export class IntegrityKeys extends Context.Service<IntegrityKeys, {
       publicKey: (id) => {
         const secret = secretOf.get(id)
         return secret === undefined ? undefined : signingKeyOf(secret).publicKey
-      }
+      },
+      secrets: secrets.map(({ id, secret }) => ({ id, secret: secret.toString("base64url") }))
     })
   }
 

@@ -1,13 +1,13 @@
 /**
  * The chained facts of a decision and their canonical encoding (docs/ARCHITECTURE.md, "Integrity").
  *
- * A decision's `hash` is HMAC-SHA-256(key, encoding ‖ prev_hash ‖ raw_hash). The encoding is the JSON text of a fixed
- * array of what was captured — ids, attribution, provider, model, server timestamps, status, usage — plus the
- * decision's place in the chain (`seq`, `recorded_at`) and the key's id. Derived fields (title, intent, trace,
- * scores, cost) and the session grouping are left out: `ledger rebuild` and session folding rewrite them from the
- * chained facts, and that must not break the chain. `raw_hash` covers the stored raw exchange (request, response,
- * context), so a changed prompt or answer is found too; Postgres recomputes it the same way at verification
- * (`RAW_HASH_SQL`).
+ * A decision's `hash` is HMAC-SHA-256(key, encoding ‖ prev_hash ‖ raw_hash). The encoding is a version line, the JSON
+ * array of the fixed-shape facts — ids, attribution, provider, model, API, status, server timestamps in epoch ms,
+ * timings, response ids, the decision's place (`seq`, `recorded_at`) and the key's id — then usage and the
+ * transcript source as JSON with sorted keys. Derived fields (title, intent, trace, scores, cost) and the session
+ * grouping are left out: `ledger rebuild` and session folding rewrite them from the chained facts, and that must not
+ * break the chain. `raw_hash` covers the stored raw exchange (request, response, context), so a changed prompt or
+ * answer is found too; Postgres recomputes it the same way at verification (`RAW_HASH_SQL`), where the text is.
  */
 import * as Crypto from "node:crypto"
 
@@ -60,16 +60,21 @@ export const canonicalJson = (value: unknown): string => {
 
 const PREFIX = "ledger-chain/1\n"
 
-export const encodeFacts = (f: ChainFacts): string =>
-  PREFIX + JSON.stringify([
+/** The facts of fixed shape — ids, text, integers, booleans, epoch milliseconds — as one JSON array. */
+const scalarJson = (f: ChainFacts) =>
+  JSON.stringify([
     f.tenant_id, f.workspace_id, f.seq, f.chain_key, f.ledger_id, f.user_id, f.key_id, f.agent_id, f.execution_id,
     f.provider, f.provider_type, f.model, f.api, f.stream, f.status, f.aborted, f.created_at, f.captured_at,
-    f.recorded_at, f.first_token_ms, f.latency_ms, f.upstream_ms, canonicalJson(f.usage), f.response_id,
-    f.previous_response_id, f.capture_version, canonicalJson(f.source)
+    f.recorded_at, f.first_token_ms, f.latency_ms, f.upstream_ms, f.response_id, f.previous_response_id, f.capture_version
   ])
 
+/** The rest: usage and the transcript source, JSON with sorted keys. */
+const documentsText = (usage: unknown, source: unknown) => `\n${canonicalJson(usage)}\n${canonicalJson(source)}`
+
+export const encodeFacts = (f: ChainFacts): string => PREFIX + scalarJson(f) + documentsText(f.usage, f.source)
+
 /** The decision's hash under `key`. */
-export const chainHash = (key: Crypto.KeyObject, facts: ChainFacts, prevHash: Buffer, rawHash: Buffer): Buffer =>
+export const chainHash = (key: Crypto.KeyObject, facts: ChainFacts, prevHash: Uint8Array, rawHash: Uint8Array): Buffer =>
   Crypto.createHmac("sha256", key).update(encodeFacts(facts)).update(prevHash).update(rawHash).digest()
 
 const sha256 = (text: string | null) => (text === null ? ABSENT : Crypto.createHash("sha256").update(text, "utf8").digest())

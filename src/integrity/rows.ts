@@ -30,14 +30,16 @@ export interface ChainRow {
   readonly prev_hash: Uint8Array | null
   readonly hash: Uint8Array | null
   readonly raw_hash: Uint8Array | null
-  readonly raw_now: Uint8Array
+  /** the stored raw exchange still hashes to raw_hash (Postgres hashes it where the text is) */
+  readonly raw_intact: boolean
   readonly chain_key: number | null
   readonly erasure_id: string | null
 }
 
 export const ROW_COLUMNS = `seq::float8 AS seq, ledger_id, user_id, key_id, agent_id, execution_id, provider, provider_type, model, api,
   stream, status, aborted, created_at, captured_at, recorded_at, first_token_ms, latency_ms, upstream_ms, usage, response_id,
-  previous_response_id, capture_version, source, prev_hash, hash, raw_hash, ${RAW_HASH_SQL} AS raw_now, chain_key, erasure_id`
+  previous_response_id, capture_version, source, prev_hash, hash, raw_hash, coalesce(${RAW_HASH_SQL} = raw_hash, false) AS raw_intact,
+  chain_key, erasure_id`
 
 /** The facts a row's hash covers. */
 export const factsOfRow = (scope: WorkspaceScope, row: ChainRow): ChainFacts => ({
@@ -69,4 +71,5 @@ export const factsOfRow = (scope: WorkspaceScope, row: ChainRow): ChainFacts => 
   capture_version: row.capture_version,
   source: row.source
 })
+
 

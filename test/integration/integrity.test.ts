@@ -33,6 +33,9 @@ const verifyOne = (workspaceId: string, checkpoint?: Parameters<Verifier["Servic
     const verifier = yield* Verifier
     const result = yield* verifier.run({ workspace: workspaceId, checkpoint })
     assert.strictEqual(result.workspaces.length, 1)
+    // cut into stretches of three, checked in threads of their own and joined: the same report
+    const stretched = yield* verifier.run({ workspace: workspaceId, checkpoint, stretch: 3 })
+    assert.deepStrictEqual(stretched.workspaces, result.workspaces)
     return { ok: result.ok, w: result.workspaces[0]! }
   })
 
