@@ -41,14 +41,12 @@ export class PlannerStatistics extends Context.Service<PlannerStatistics, {
       const refresh = sql.withTransaction(Effect.gen(function*() {
         const [lock] = yield* sql<{ locked: boolean }>`SELECT pg_try_advisory_xact_lock(${ANALYZE_LOCK}) AS locked`
         if (lock?.locked !== true) return []
-        // a partition stands for its partitioned table (decisions): ANALYZE of that one covers its partitions and the
-        // statistics of the whole, which autovacuum never gathers and the planner uses for joins with it
         const stale = yield* sql<{ table_name: string }>`
-          SELECT DISTINCT CASE WHEN c.relispartition THEN pg_partition_root(c.oid)::text ELSE s.relname::text END AS table_name
+          SELECT s.relname AS table_name
           FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid
           WHERE s.schemaname = current_schema()
             AND s.n_mod_since_analyze > ${ANALYZE_THRESHOLD} + ${ANALYZE_SCALE} * greatest(c.reltuples, 0)
-          ORDER BY 1`
+          ORDER BY s.relname`
         for (const { table_name } of stale) yield* sql`ANALYZE ${sql(table_name)}`
         return stale.map((row) => row.table_name)
       }))

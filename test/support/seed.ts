@@ -214,7 +214,7 @@ const insertWorkspaceRows = (all: ReadonlyArray<SeedDecision>) =>
         status int, title text, intent text, outcome text, cost_usd float8, quality float8, confidence float8,
         latency_ms int, first_token_ms int, usage jsonb, derivation jsonb, subjects jsonb, raw_request text,
         raw_response text, error jsonb, aborted boolean, upstream_ms int, capture_version int, captured_at timestamptz)
-      ON CONFLICT (ledger_id, recorded_at) DO NOTHING
+      ON CONFLICT (tenant_id, workspace_id, ledger_id, recorded_at) DO NOTHING
       RETURNING ledger_id`).map((row) => row.ledger_id)
     )
     const rows = all.filter((row) => inserted.has(row.capture.ledger_id))

@@ -39,9 +39,11 @@ export const integrity = run([
   `ALTER TABLE decisions_legacy DROP CONSTRAINT decisions_pkey`,
   // the partitioned table's indexes take the names; the legacy partition's own are attached to them
   ...LEGACY_INDEXES.map((name) => `ALTER INDEX ${name} RENAME TO ${name.replace("decisions_", "decisions_legacy_")}`),
-  // ledger ids stay unique: the builder probes for them under the agent's lock before it inserts (store.ts); the
-  // key includes the partition column, as a partitioned table's must
-  `ALTER TABLE decisions ADD PRIMARY KEY (ledger_id, recorded_at)`,
+  // ledger ids stay unique: the builder probes for them under the agent's lock before it inserts (store.ts). The key
+  // includes the partition column, as a partitioned table's must, and leads with the tenant and workspace every
+  // scoped statement names: a probe by ledger id is then three equalities on one index, which the planner takes even
+  // on a partition without statistics yet (with (ledger_id, recorded_at) it scanned the workspace's seq index instead)
+  `ALTER TABLE decisions ADD PRIMARY KEY (tenant_id, workspace_id, ledger_id, recorded_at)`,
   `CREATE INDEX decisions_session ON decisions (tenant_id, workspace_id, session_id, created_at, ledger_id)`,
   `CREATE INDEX decisions_agent_recent ON decisions (tenant_id, workspace_id, agent_id, created_at DESC, ledger_id)`,
   `CREATE INDEX decisions_recent ON decisions (tenant_id, workspace_id, created_at DESC, ledger_id)`,
