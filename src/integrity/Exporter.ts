@@ -13,6 +13,7 @@ import { Clock, Context, Effect, Layer, Option, Schema, type Sink, Stream } from
 import type { Statement } from "effect/sql"
 import type { DatabaseUnavailable } from "../domain/errors.ts"
 import { ScopedSql, TenantSql } from "../store/TenantSql.ts"
+import type { StoredFacts } from "./rows.ts"
 import { listWorkspaces, type NamedWorkspace, type UnknownWorkspace } from "./workspaces.ts"
 
 const PAGE = 10_000
@@ -36,32 +37,10 @@ export interface ExportResult {
   readonly seconds: number
 }
 
-interface ExportRow {
-  readonly ledger_id: string
+interface ExportRow extends StoredFacts {
   readonly tenant_id: string
   readonly workspace_id: string
-  readonly user_id: string
-  readonly key_id: string
-  readonly agent_id: string
   readonly session_id: string
-  readonly execution_id: string | null
-  readonly provider: string
-  readonly provider_type: string
-  readonly model: string
-  readonly api: string
-  readonly stream: boolean
-  readonly status: number
-  readonly aborted: boolean
-  readonly created_at: Date
-  readonly captured_at: Date
-  readonly latency_ms: number
-  readonly first_token_ms: number | null
-  readonly upstream_ms: number | null
-  readonly usage: unknown
-  readonly response_id: string | null
-  readonly previous_response_id: string | null
-  readonly capture_version: number
-  readonly source: unknown
   readonly title: string
   readonly intent: string
   readonly outcome: string
@@ -77,7 +56,6 @@ interface ExportRow {
   readonly hash: string | null
   readonly raw_hash: string | null
   readonly chain_key: number | null
-  readonly recorded_at: Date
   readonly erased: boolean
   /** created_at as Postgres prints it (microseconds and offset): the unchained keyset, exact where a Date is not */
   readonly created_key: string
@@ -95,55 +73,19 @@ type Cursor =
   | { readonly chained: true; readonly seq: number }
   | { readonly chained: false; readonly after: { readonly created: string; readonly ledger_id: string } | undefined }
 
-const line = (scope: NamedWorkspace, row: ExportRow): string =>
-  JSON.stringify({
-    ledger_id: row.ledger_id,
-    tenant_id: row.tenant_id,
+/** One decision as a line: its columns in the order EXPORT_COLUMNS selects them, the names beside the ids, the chain apart. */
+const line = (scope: NamedWorkspace, row: ExportRow): string => {
+  const { ledger_id, tenant_id, workspace_id, seq, prev_hash, hash, raw_hash, chain_key, recorded_at, erased, created_key: _, ...decision } = row
+  return JSON.stringify({
+    ledger_id,
+    tenant_id,
     tenant: scope.tenant,
-    workspace_id: row.workspace_id,
+    workspace_id,
     workspace: scope.workspace,
-    user_id: row.user_id,
-    key_id: row.key_id,
-    agent_id: row.agent_id,
-    session_id: row.session_id,
-    execution_id: row.execution_id,
-    provider: row.provider,
-    provider_type: row.provider_type,
-    model: row.model,
-    api: row.api,
-    stream: row.stream,
-    status: row.status,
-    aborted: row.aborted,
-    created_at: row.created_at,
-    captured_at: row.captured_at,
-    latency_ms: row.latency_ms,
-    first_token_ms: row.first_token_ms,
-    upstream_ms: row.upstream_ms,
-    usage: row.usage,
-    response_id: row.response_id,
-    previous_response_id: row.previous_response_id,
-    capture_version: row.capture_version,
-    source: row.source,
-    title: row.title,
-    intent: row.intent,
-    outcome: row.outcome,
-    cost_usd: row.cost_usd,
-    quality: row.quality,
-    confidence: row.confidence,
-    raw_request: row.raw_request,
-    raw_response: row.raw_response,
-    raw_context: row.raw_context,
-    error: row.error,
-    integrity: row.seq === null ? null : {
-      seq: row.seq,
-      prev_hash: row.prev_hash,
-      hash: row.hash,
-      raw_hash: row.raw_hash,
-      chain_key: row.chain_key,
-      recorded_at: row.recorded_at,
-      erased: row.erased
-    }
+    ...decision,
+    integrity: seq === null ? null : { seq, prev_hash, hash, raw_hash, chain_key, recorded_at, erased }
   }) + "\n"
+}
 
 /** The workspace's decisions created in [since, until). */
 const selected = (sql: Statement.Constructor, scope: NamedWorkspace, since: Date | undefined, until: Date | undefined) =>

@@ -2,31 +2,16 @@
 import type { WorkspaceScope } from "../domain/principal.ts"
 import { type ChainFacts, RAW_HASH_SQL } from "./chain.ts"
 
-export interface ChainRow {
+/**
+ * The chained facts as a stored row holds them: timestamps as dates, and the decision's place in the chain apart (its
+ * columns are null until it is chained).
+ */
+export type StoredFacts =
+  & Omit<ChainFacts, "tenant_id" | "workspace_id" | "seq" | "chain_key" | "created_at" | "captured_at" | "recorded_at">
+  & { readonly created_at: Date; readonly captured_at: Date; readonly recorded_at: Date }
+
+export interface ChainRow extends StoredFacts {
   readonly seq: number
-  readonly ledger_id: string
-  readonly user_id: string
-  readonly key_id: string
-  readonly agent_id: string
-  readonly execution_id: string | null
-  readonly provider: string
-  readonly provider_type: string
-  readonly model: string
-  readonly api: string
-  readonly stream: boolean
-  readonly status: number
-  readonly aborted: boolean
-  readonly created_at: Date
-  readonly captured_at: Date
-  readonly recorded_at: Date
-  readonly first_token_ms: number | null
-  readonly latency_ms: number
-  readonly upstream_ms: number | null
-  readonly usage: unknown
-  readonly response_id: string | null
-  readonly previous_response_id: string | null
-  readonly capture_version: number
-  readonly source: unknown
   readonly prev_hash: Uint8Array | null
   readonly hash: Uint8Array | null
   readonly raw_hash: Uint8Array | null

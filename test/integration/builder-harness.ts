@@ -9,7 +9,7 @@ import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
-import { type CaptureIdentity, type CaptureOptions, realisticCapture } from "../../bench/ingest/captures.ts"
+import { type CaptureIdentity, type CaptureOptions, realisticCapture, TEMPLATE_COUNT } from "../../bench/ingest/captures.ts"
 import { DecisionBuilder } from "../../src/builder/DecisionBuilder.ts"
 import { batchIds, CaptureStream } from "../../src/capture/CaptureStream.ts"
 import * as MemoryCaptureStream from "../../src/capture/MemoryCaptureStream.ts"
@@ -65,6 +65,20 @@ export const publishAndBuild = (payloads: ReadonlyArray<string>, consumer = "tes
     yield* publish(payloads)
     const entries = yield* stream.read(consumer, { count: payloads.length, blockMs: 0 })
     return yield* builder.process(consumer, entries)
+  })
+
+/**
+ * A fresh workspace with `count` decisions a minute apart from T0 over three agents, built by the builder in two
+ * batches (so its chain spans transactions).
+ */
+export const chainedWorkspace = (count: number, label = "chain") =>
+  Effect.gen(function*() {
+    const identity = yield* newWorkspace(label)
+    const payloads = Array.from({ length: count }, (_, i) =>
+      captureJson(identity, { agent_id: `agent-${i % 3}`, started_at: T0 + i * MINUTE, variant: i % TEMPLATE_COUNT }))
+    yield* publishAndBuild(payloads.slice(0, Math.ceil(count / 2)))
+    yield* publishAndBuild(payloads.slice(Math.ceil(count / 2)))
+    return identity
   })
 
 const close = (a: number, b: number) => Math.abs(a - b) <= 1e-9 * Math.max(1, Math.abs(a), Math.abs(b))

@@ -15,20 +15,9 @@ import { pruneMacText } from "../../src/integrity/markers.ts"
 import { DecisionRetention } from "../../src/integrity/Retention.ts"
 import { Verifier } from "../../src/integrity/Verifier.ts"
 import type { Backend } from "../support/stack.ts"
-import { builderStack, captureJson, MINUTE, newWorkspace, publishAndBuild, T0 } from "./builder-harness.ts"
+import { builderStack, captureJson, chainedWorkspace, MINUTE, newWorkspace, publishAndBuild, T0 } from "./builder-harness.ts"
 
 const DAY = 86_400_000
-
-/** A workspace with `count` decisions built by the builder, in two batches (so the chain spans transactions). */
-const chainedWorkspace = (count: number) =>
-  Effect.gen(function*() {
-    const identity = yield* newWorkspace("retention")
-    const payloads = Array.from({ length: count }, (_, i) =>
-      captureJson(identity, { agent_id: `agent-${i % 3}`, started_at: T0 + i * MINUTE, variant: i % TEMPLATE_COUNT }))
-    yield* publishAndBuild(payloads.slice(0, Math.ceil(count / 2)))
-    yield* publishAndBuild(payloads.slice(Math.ceil(count / 2)))
-    return identity
-  })
 
 const verifyOne = (workspaceId: string) =>
   Effect.gen(function*() {
@@ -137,7 +126,7 @@ const suite = (backend: Backend) =>
         const sql = yield* SqlClient.SqlClient
         const retention = yield* DecisionRetention
         const keys = yield* IntegrityKeys
-        const [a, b] = [yield* chainedWorkspace(8), yield* chainedWorkspace(8)]
+        const [a, b] = [yield* chainedWorkspace(8, "retention"), yield* chainedWorkspace(8, "retention")]
         const ids = [a.workspace_id, b.workspace_id]
         const k = 3
         yield* derivedRows(ids, k)

@@ -10,25 +10,13 @@ import { Effect, FileSystem, Layer, Option, Result } from "effect"
 import { CliError, Command } from "effect/cli"
 import { SqlClient } from "effect/sql"
 import * as Path from "node:path"
-import { TEMPLATE_COUNT } from "../../bench/ingest/captures.ts"
 import { chainHash, rawHash } from "../../src/integrity/chain.ts"
 import { Exporter, ExportRangeInvalid } from "../../src/integrity/Exporter.ts"
 import { exportDecisions, ExportFailed, parseInstant } from "../../src/integrity/exportCommand.ts"
 import { IntegrityKeys } from "../../src/integrity/IntegrityKeys.ts"
 import { UnknownWorkspace } from "../../src/integrity/workspaces.ts"
 import { tempDir } from "../support/stack.ts"
-import { builderStack, captureJson, MINUTE, newWorkspace, publishAndBuild, T0 } from "./builder-harness.ts"
-
-/** A workspace with `count` decisions a minute apart from T0, built by the builder in two batches. */
-const builtWorkspace = (count: number) =>
-  Effect.gen(function*() {
-    const identity = yield* newWorkspace("export")
-    const payloads = Array.from({ length: count }, (_, i) =>
-      captureJson(identity, { agent_id: `agent-${i % 3}`, started_at: T0 + i * MINUTE, variant: i % TEMPLATE_COUNT }))
-    yield* publishAndBuild(payloads.slice(0, Math.ceil(count / 2)))
-    yield* publishAndBuild(payloads.slice(Math.ceil(count / 2)))
-    return identity
-  })
+import { builderStack, chainedWorkspace, MINUTE, T0 } from "./builder-harness.ts"
 
 interface Line {
   readonly [field: string]: any
@@ -67,7 +55,7 @@ describe("export", () => {
   })("export on PostgreSQL", (it) => {
     it.effect("one workspace's decisions in seq order, each hash recomputed from the line with the key", () =>
       Effect.gen(function*() {
-        const [a, b] = [yield* builtWorkspace(12), yield* builtWorkspace(5)]
+        const [a, b] = [yield* chainedWorkspace(12, "export"), yield* chainedWorkspace(5, "export")]
         const { result, lines, progress } = yield* exportToFile({ workspace: a.workspace_id })
         assert.deepStrictEqual([result.decisions, result.workspaces], [12, 1])
         assert.strictEqual(lines.length, 12)
@@ -131,7 +119,7 @@ describe("export", () => {
 
     it.effect("since/until select by creation time, until exclusive", () =>
       Effect.gen(function*() {
-        const a = yield* builtWorkspace(10)
+        const a = yield* chainedWorkspace(10, "export")
         const since = new Date(T0 + 3 * MINUTE)
         const until = new Date(T0 + 8 * MINUTE)
         const { result, lines } = yield* exportToFile({ workspace: a.workspace_id, since, until })
@@ -149,7 +137,7 @@ describe("export", () => {
     it.effect("pages by keyset past 10,000 rows: the chain in seq order, then unchained decisions by creation time", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
-        const a = yield* builtWorkspace(1)
+        const a = yield* chainedWorkspace(1, "export")
         // copies of the built decision (short raw exchange): 10,003 more chained, 10,002 not chained yet, in threes
         // sharing a creation time so the unchained keyset needs the ledger id to go on
         const [{ columns, copied }] = yield* sql<{ columns: string; copied: string }>`SELECT
@@ -180,7 +168,7 @@ describe("export", () => {
 
     it.effect("the command: --format jsonl is required, dates must be ISO, the export goes to --out", () =>
       Effect.gen(function*() {
-        const a = yield* builtWorkspace(3)
+        const a = yield* chainedWorkspace(3, "export")
         const fs = yield* FileSystem.FileSystem
         const file = Path.join(yield* tempDir, "cli.jsonl")
         const cli = Command.runWith(exportDecisions, { version: "test", renderErrors: false })

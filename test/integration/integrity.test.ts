@@ -7,7 +7,6 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Crypto from "node:crypto"
-import { TEMPLATE_COUNT } from "../../bench/ingest/captures.ts"
 import { Rebuilder } from "../../src/builder/Rebuild.ts"
 import { ChainBackfill } from "../../src/integrity/ChainBackfill.ts"
 import { chainHash } from "../../src/integrity/chain.ts"
@@ -15,18 +14,7 @@ import { makeCheckpoint } from "../../src/integrity/checkpoint.ts"
 import { IntegrityKeys } from "../../src/integrity/IntegrityKeys.ts"
 import { type ChainRow, factsOfRow, ROW_COLUMNS } from "../../src/integrity/rows.ts"
 import { Verifier, type WorkspaceVerification } from "../../src/integrity/Verifier.ts"
-import { builderStack, captureJson, MINUTE, newWorkspace, publishAndBuild, T0 } from "./builder-harness.ts"
-
-/** A workspace with `count` decisions built by the builder, in two batches (so the chain spans transactions). */
-const chainedWorkspace = (count: number) =>
-  Effect.gen(function*() {
-    const identity = yield* newWorkspace("chain")
-    const payloads = Array.from({ length: count }, (_, i) =>
-      captureJson(identity, { agent_id: `agent-${i % 3}`, started_at: T0 + i * MINUTE, variant: i % TEMPLATE_COUNT }))
-    yield* publishAndBuild(payloads.slice(0, Math.ceil(count / 2)))
-    yield* publishAndBuild(payloads.slice(Math.ceil(count / 2)))
-    return identity
-  })
+import { builderStack, captureJson, chainedWorkspace, newWorkspace, publishAndBuild, T0 } from "./builder-harness.ts"
 
 const verifyOne = (workspaceId: string, checkpoint?: Parameters<Verifier["Service"]["run"]>[0] extends infer O ? O extends { checkpoint?: infer C } ? C : never : never) =>
   Effect.gen(function*() {
