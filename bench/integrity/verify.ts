@@ -11,10 +11,13 @@
  *   columns, the raw hash left out — the floor of reading the chain at all;
  * - `read + raw hash`: the same pages with Postgres recomputing each raw exchange's sha256 (what verify reads);
  * - `verify`: `Verifier.run()` — those pages, the next fetched while this one's HMACs are checked in Node.
- * The rate is decisions ÷ wall time of the round; medians over the rounds. Postgres runs on the same 2 cores.
+ * The rate is decisions ÷ wall time of the round; medians over the rounds. Postgres runs on the same 2 cores. Each
+ * phase also reports CPU time per decision: this process's (its threads included) and the rest of the machine's
+ * (Postgres, mostly).
  */
 import { NodeRuntime } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
+import * as Fs from "node:fs"
 import { parseArgs } from "node:util"
 import { ChainBackfill } from "../../src/integrity/ChainBackfill.ts"
 import { ROW_COLUMNS } from "../../src/integrity/rows.ts"
@@ -55,11 +58,22 @@ const readChains = (columns: string) =>
     return rows
   })
 
+/** CPU time of the whole machine so far, in seconds (Linux /proc/stat: user, nice, system, irq, softirq). */
+const machineCpu = () => {
+  const fields = Fs.readFileSync("/proc/stat", "utf8").split("\n")[0]!.trim().split(/\s+/).slice(1).map(Number)
+  return (fields[0]! + fields[1]! + fields[2]! + fields[5]! + fields[6]!) / 100
+}
+
+/** Wall time, and CPU time of this process (threads included) and of everything else on the machine (Postgres). */
 const timed = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.gen(function*() {
     const started = performance.now()
+    const cpu = process.cpuUsage()
+    const machine = machineCpu()
     const value = yield* effect
-    return { value, seconds: (performance.now() - started) / 1000 }
+    const used = process.cpuUsage(cpu)
+    const node = (used.user + used.system) / 1e6
+    return { value, seconds: (performance.now() - started) / 1000, node, other: machineCpu() - machine - node }
   })
 
 const program = Effect.gen(function*() {
@@ -87,9 +101,16 @@ const program = Effect.gen(function*() {
     const rates: Record<string, Array<number>> = {}
     for (let round = 1; round <= ROUNDS; round++) {
       for (const [name, phase] of Object.entries(phases)) {
-        const { value, seconds } = yield* timed(phase)
+        const { value, seconds, node, other } = yield* timed(phase)
         ;(rates[name] ??= []).push(value / seconds)
-        console.log(JSON.stringify({ round, phase: name, decisions: value, seconds: Number(seconds.toFixed(2)), per_second: Math.round(value / seconds) }))
+        console.log(JSON.stringify({
+          round,
+          phase: name,
+          decisions: value,
+          seconds: Number(seconds.toFixed(2)),
+          per_second: Math.round(value / seconds),
+          cpu_us_per_decision: { node: Number((node * 1e6 / value).toFixed(1)), rest: Number((other * 1e6 / value).toFixed(1)) }
+        }))
       }
     }
     console.log(JSON.stringify({

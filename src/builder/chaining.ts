@@ -11,7 +11,7 @@
 import { Clock, Effect } from "effect"
 import { captureApi } from "../domain/capture.ts"
 import type { WorkspaceScope } from "../domain/principal.ts"
-import { type ChainFacts, chainHash, GENESIS, rawHash } from "../integrity/chain.ts"
+import { type ChainFacts, GENESIS, rawHash } from "../integrity/chain.ts"
 import type { ChainKey } from "../integrity/IntegrityKeys.ts"
 import { ScopedSql } from "../store/TenantSql.ts"
 import { callFacts, pgJson, pgText, type Reconstruction } from "./reconstruct.ts"
@@ -115,7 +115,7 @@ export const chainLinks = (scope: WorkspaceScope, items: ReadonlyArray<Reconstru
         item.capture.context == null ? null : stored(item.capture.context)
       )
       const place = { seq, recorded_at, chain_key: key.id }
-      const next = chainHash(key.key, factsOf(scope, item, place), hash, raw_hash)
+      const next = key.hash(factsOf(scope, item, place), hash, raw_hash)
       links.set(item.capture.ledger_id, { ...place, prev_hash: hash, hash: next, raw_hash })
       hash = next
     }

@@ -13,7 +13,7 @@ import { advanceChain, lockChain } from "../builder/chaining.ts"
 import { texts, uuids } from "../builder/store.ts"
 import { ScopedSql, TenantSql } from "../store/TenantSql.ts"
 import { supervise } from "../supervision/supervise.ts"
-import { chainHash, RAW_HASH_SQL } from "./chain.ts"
+import { RAW_HASH_SQL } from "./chain.ts"
 import { IntegrityKeys } from "./IntegrityKeys.ts"
 import { type ChainRow, factsOfRow, ROW_COLUMNS } from "./rows.ts"
 import { listWorkspaces, type UnknownWorkspace } from "./workspaces.ts"
@@ -48,7 +48,7 @@ export class ChainBackfill extends Context.Service<ChainBackfill, {
             at = Math.max(at, row.recorded_at.getTime())
             seq += 1
             const place = { seq, chain_key: keys.current.id, recorded_at: new Date(at) }
-            const next = chainHash(keys.current.key, factsOfRow(scope, { ...row, ...place }), hash, Buffer.from(row.raw_now))
+            const next = keys.current.hash(factsOfRow(scope, { ...row, ...place }), hash, Buffer.from(row.raw_now))
             const update = { ledger_id: row.ledger_id, ...place, prev_hash: hash, hash: next, raw_hash: Buffer.from(row.raw_now) }
             hash = next
             return update

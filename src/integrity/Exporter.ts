@@ -1,7 +1,7 @@
 /**
  * `ledger export` (docs/ARCHITECTURE.md, "Integrity"): every decision with its place in the chain, one JSON object a
  * line, for auditors. A line carries the chained facts, the raw exchange as kept and the chain fields, so whoever
- * holds the key recomputes each hash with `chainHash(key, facts, prev_hash, raw_hash)` (chain.ts) and each raw hash
+ * holds the key recomputes each hash as HMAC-SHA-256(key, encodeFacts(facts) ‖ prev_hash ‖ raw_hash) (chain.ts) and each raw hash
  * with `rawHash(raw_request, raw_response, raw_context)` (unless `erased`: then the content is gone, the hash kept).
  *
  * Workspaces come in `listWorkspaces` order, each read inside its own tenant scope (row-level security). Within one,

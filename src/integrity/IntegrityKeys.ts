@@ -13,10 +13,11 @@ import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { LedgerConfig } from "../config/LedgerConfig.ts"
+import { type ChainHasher, chainHasher } from "./chain.ts"
 
 export interface ChainKey {
   readonly id: number
-  readonly key: Crypto.KeyObject
+  readonly hash: ChainHasher
 }
 
 export interface Signature {
@@ -99,7 +100,8 @@ export const verifySignature = (publicKey: string, text: string, signature: stri
 export class IntegrityKeys extends Context.Service<IntegrityKeys, {
   /** the key new decisions are chained with */
   readonly current: ChainKey
-  readonly byId: (id: number) => Crypto.KeyObject | undefined
+  /** the chain hash under key `id` (undefined when the key is unknown here) */
+  readonly hasher: (id: number) => ChainHasher | undefined
   /** HMAC-SHA-256 of `text` with key `id` (undefined when the key is unknown here) */
   readonly mac: (id: number, text: string) => Buffer | undefined
   /** Ed25519 signature of `text` with the current key's signing pair */
@@ -112,12 +114,13 @@ export class IntegrityKeys extends Context.Service<IntegrityKeys, {
   static readonly fromSecrets = (secrets: ReadonlyArray<{ id: number; secret: Buffer }>) => {
     const keys = new Map(secrets.map(({ id, secret }) => [id, Crypto.createSecretKey(secret)]))
     if (keys.size !== secrets.length) throw new Error("integrity keys: each id may appear once")
+    const hashers = new Map(secrets.map(({ id, secret }) => [id, chainHasher(secret)]))
     const newest = secrets.reduce((a, b) => (b.id > a.id ? b : a))
     const signing = signingKeyOf(newest.secret)
     const secretOf = new Map(secrets.map(({ id, secret }) => [id, secret]))
     return IntegrityKeys.of({
-      current: { id: newest.id, key: keys.get(newest.id)! },
-      byId: (id) => keys.get(id),
+      current: { id: newest.id, hash: hashers.get(newest.id)! },
+      hasher: (id) => hashers.get(id),
       mac: (id, text) => {
         const key = keys.get(id)
         return key === undefined ? undefined : Crypto.createHmac("sha256", key).update(text).digest()

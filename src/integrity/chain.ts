@@ -47,15 +47,34 @@ export interface ChainFacts {
   readonly source: unknown
 }
 
+/** Object keys as JSON strings: a usage document's few keys come back on every decision. */
+const quotedKeys = new Map<string, string>()
+const quoted = (key: string) => {
+  let text = quotedKeys.get(key)
+  if (text === undefined) {
+    text = JSON.stringify(key)
+    if (quotedKeys.size < 1024) quotedKeys.set(key, text)
+  }
+  return text
+}
+
 /** JSON with object keys sorted at every level (jsonb reorders keys; the encoding must not depend on it). */
 export const canonicalJson = (value: unknown): string => {
+  // numbers (token counts, mostly) written here as JSON.stringify writes them, without the call
+  if (typeof value === "number") return Number.isFinite(value) ? String(value) : "null"
   if (value === null || value === undefined) return "null"
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`
-  if (typeof value === "object") {
-    const entries = Object.keys(value).sort().map((key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`)
-    return `{${entries.join(",")}}`
+  if (typeof value !== "object") return JSON.stringify(value)
+  if (Array.isArray(value)) {
+    let text = "["
+    for (let i = 0; i < value.length; i++) text += (i === 0 ? "" : ",") + canonicalJson(value[i])
+    return text + "]"
   }
-  return JSON.stringify(value)
+  const keys = Object.keys(value).sort()
+  let text = "{"
+  for (let i = 0; i < keys.length; i++) {
+    text += (i === 0 ? "" : ",") + quoted(keys[i]!) + ":" + canonicalJson((value as Record<string, unknown>)[keys[i]!])
+  }
+  return text + "}"
 }
 
 const PREFIX = "ledger-chain/1\n"
@@ -73,9 +92,42 @@ const documentsText = (usage: unknown, source: unknown) => `\n${canonicalJson(us
 
 export const encodeFacts = (f: ChainFacts): string => PREFIX + scalarJson(f) + documentsText(f.usage, f.source)
 
-/** The decision's hash under `key`. */
-export const chainHash = (key: Crypto.KeyObject, facts: ChainFacts, prevHash: Uint8Array, rawHash: Uint8Array): Buffer =>
-  Crypto.createHmac("sha256", key).update(encodeFacts(facts)).update(prevHash).update(rawHash).digest()
+/** A chain key's HMAC-SHA-256 of a decision's facts and links: its `hash`. */
+export type ChainHasher = (facts: ChainFacts, prevHash: Uint8Array, rawHash: Uint8Array) => Buffer
+
+const BLOCK = 64
+
+/**
+ * The chain hash under `secret`: HMAC-SHA-256 (RFC 2104) as two one-shot hashes over buffers kept for the key's
+ * life — an `Hmac` object and its three updates per decision cost verification more than the hashing itself.
+ */
+export const chainHasher = (secret: Uint8Array): ChainHasher => {
+  const key = secret.length > BLOCK ? Crypto.hash("sha256", secret, "buffer") : secret
+  // (key ⊕ ipad) ‖ encoding ‖ prev_hash ‖ raw_hash, and (key ⊕ opad) ‖ inner digest
+  let inner = Buffer.alloc(4096)
+  const outer = Buffer.alloc(BLOCK + HASH_BYTES)
+  for (let i = 0; i < BLOCK; i++) {
+    inner[i] = (key[i] ?? 0) ^ 0x36
+    outer[i] = (key[i] ?? 0) ^ 0x5c
+  }
+  return (facts, prevHash, rawHash) => {
+    const text = encodeFacts(facts)
+    // a UTF-16 unit takes at most 3 bytes of UTF-8
+    const room = BLOCK + text.length * 3 + prevHash.length + rawHash.length
+    if (room > inner.length) {
+      const grown = Buffer.alloc(2 * room)
+      inner.copy(grown, 0, 0, BLOCK)
+      inner = grown
+    }
+    let end = BLOCK + inner.write(text, BLOCK, "utf8")
+    inner.set(prevHash, end)
+    end += prevHash.length
+    inner.set(rawHash, end)
+    end += rawHash.length
+    outer.set(Crypto.hash("sha256", inner.subarray(0, end), "buffer"), BLOCK)
+    return Crypto.hash("sha256", outer, "buffer")
+  }
+}
 
 const sha256 = (text: string | null) => (text === null ? ABSENT : Crypto.createHash("sha256").update(text, "utf8").digest())
 

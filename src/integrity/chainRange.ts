@@ -11,9 +11,9 @@ import type { SqlError } from "effect/sql"
 import type { DatabaseUnavailable } from "../domain/errors.ts"
 import type { WorkspaceScope } from "../domain/principal.ts"
 import { ScopedSql } from "../store/TenantSql.ts"
-import { chainHash, GENESIS, sameDigest } from "./chain.ts"
+import { GENESIS, sameDigest } from "./chain.ts"
 import type { IntegrityKeys } from "./IntegrityKeys.ts"
-import { type ChainRow, factsOfRow, ROW_COLUMNS } from "./rows.ts"
+import { type ChainRow, chainRowOf, factsOfRow, ROW_COLUMNS } from "./rows.ts"
 
 /** How many altered decisions a report names per workspace (the count is always complete). */
 export const LISTED = 1000
@@ -71,10 +71,10 @@ export interface RangeResult {
 const readPage = (scope: WorkspaceScope, after: number, to: number) =>
   ScopedSql.use((sql) =>
     // ordered by the column, not by the float8 alias of the select list, so the chain index gives the order
-    sql<ChainRow>`SELECT ${sql.literal(ROW_COLUMNS)} FROM decisions d
+    sql`SELECT ${sql.literal(ROW_COLUMNS)} FROM decisions d
       WHERE tenant_id = ${scope.tenant_id}::uuid AND workspace_id = ${scope.workspace_id}::uuid
         AND d.seq > ${after}::bigint AND d.seq <= ${to}::bigint
-      ORDER BY d.seq LIMIT ${PAGE}`
+      ORDER BY d.seq LIMIT ${PAGE}`.values.pipe(Effect.map((rows) => rows.map(chainRowOf)))
   )
 
 const hex = (bytes: Uint8Array | null) => (bytes === null ? GENESIS : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)).toString("hex")
@@ -100,10 +100,10 @@ export const checkRange = (
     const gaps: Array<{ from: number; to: number }> = []
     let checked = 0
     let first: RangeEnd | null = null
-    let last: RangeEnd | null = null
     let watched: string | null = null
-    // the previous decision of the stretch: its seq, its hash, whether that hash holds
-    let previous: { seq: number; hash: Uint8Array | null; authentic: boolean } | null = null
+    // the previous decision of the stretch, and whether its hash holds
+    let previous: ChainRow | null = null
+    let previousAuthentic = false
 
     const check = (row: ChainRow) => {
       if (previous !== null && row.seq === previous.seq) {
@@ -113,21 +113,21 @@ export const checkRange = (
       }
       const contiguous = previous !== null && row.seq === previous.seq + 1
       if (previous !== null && !contiguous) gaps.push({ from: previous.seq + 1, to: row.seq - 1 })
-      const key = row.chain_key === null ? undefined : keys.byId(row.chain_key)
+      const hash = row.chain_key === null ? undefined : keys.hasher(row.chain_key)
       const prevHash = row.prev_hash ?? GENESIS
-      const authentic = key !== undefined && row.hash !== null && row.raw_hash !== null &&
-        sameDigest(chainHash(key, factsOfRow(scope, row), prevHash, row.raw_hash), row.hash)
-      if (key === undefined) alter(row, "key")
+      const authentic = hash !== undefined && row.hash !== null && row.raw_hash !== null &&
+        sameDigest(hash(factsOfRow(scope, row), prevHash, row.raw_hash), row.hash)
+      if (hash === undefined) alter(row, "key")
       else if (!authentic) alter(row, "hash")
       // a decision whose own hash fails says nothing of its successor's link: only an authentic one is linked to
-      else if (contiguous && previous!.authentic && !sameDigest(prevHash, previous!.hash)) alter(row, "link")
+      else if (contiguous && previousAuthentic && !sameDigest(prevHash, previous!.hash)) alter(row, "link")
       else if (!row.raw_intact && (row.erasure_id === null || !erasures.has(row.erasure_id))) {
         alter(row, row.erasure_id === null ? "raw" : "erasure")
       }
       if (row.seq === task.watch) watched = hex(row.hash)
       first ??= { seq: row.seq, ledger_id: row.ledger_id, link: hex(row.prev_hash), authentic }
-      last = { seq: row.seq, ledger_id: row.ledger_id, link: hex(row.hash), authentic }
-      previous = { seq: row.seq, hash: row.hash, authentic }
+      previous = row
+      previousAuthentic = authentic
     }
 
     let pending = yield* Effect.forkChild(read(readPage(scope, task.from, task.to)))
@@ -139,5 +139,8 @@ export const checkRange = (
       yield* progress(page.length)
       if (page.length < PAGE) break
     }
+    // (assigned in check, which the compiler does not follow)
+    const end = previous as ChainRow | null
+    const last: RangeEnd | null = end === null ? null : { seq: end.seq, ledger_id: end.ledger_id, link: hex(end.hash), authentic: previousAuthentic }
     return { checked, altered, altered_total: alteredTotal, gaps, first, last, watched } satisfies RangeResult
   })

@@ -21,10 +21,48 @@ export interface ChainRow extends StoredFacts {
   readonly erasure_id: string | null
 }
 
+/** The columns of a ChainRow, in the order `chainRowOf` reads them. */
 export const ROW_COLUMNS = `seq::float8 AS seq, ledger_id, user_id, key_id, agent_id, execution_id, provider, provider_type, model, api,
   stream, status, aborted, created_at, captured_at, recorded_at, first_token_ms, latency_ms, upstream_ms, usage, response_id,
   previous_response_id, capture_version, source, prev_hash, hash, raw_hash, coalesce(${RAW_HASH_SQL} = raw_hash, false) AS raw_intact,
   chain_key, erasure_id`
+
+/**
+ * A row read as an array (`.values`), in ROW_COLUMNS' order: rows built by column name cost verification 1.3 µs a
+ * decision, more than a tenth of its time in Node.
+ */
+export const chainRowOf = (values: ReadonlyArray<any>): ChainRow => ({
+  seq: values[0],
+  ledger_id: values[1],
+  user_id: values[2],
+  key_id: values[3],
+  agent_id: values[4],
+  execution_id: values[5],
+  provider: values[6],
+  provider_type: values[7],
+  model: values[8],
+  api: values[9],
+  stream: values[10],
+  status: values[11],
+  aborted: values[12],
+  created_at: values[13],
+  captured_at: values[14],
+  recorded_at: values[15],
+  first_token_ms: values[16],
+  latency_ms: values[17],
+  upstream_ms: values[18],
+  usage: values[19],
+  response_id: values[20],
+  previous_response_id: values[21],
+  capture_version: values[22],
+  source: values[23],
+  prev_hash: values[24],
+  hash: values[25],
+  raw_hash: values[26],
+  raw_intact: values[27],
+  chain_key: values[28],
+  erasure_id: values[29]
+})
 
 /** The facts a row's hash covers. */
 export const factsOfRow = (scope: WorkspaceScope, row: ChainRow): ChainFacts => ({

@@ -9,7 +9,7 @@ import { SqlClient } from "effect/sql"
 import * as Crypto from "node:crypto"
 import { Rebuilder } from "../../src/builder/Rebuild.ts"
 import { ChainBackfill } from "../../src/integrity/ChainBackfill.ts"
-import { chainHash } from "../../src/integrity/chain.ts"
+import { chainHasher } from "../../src/integrity/chain.ts"
 import { makeCheckpoint } from "../../src/integrity/checkpoint.ts"
 import { IntegrityKeys } from "../../src/integrity/IntegrityKeys.ts"
 import { type ChainRow, factsOfRow, ROW_COLUMNS } from "../../src/integrity/rows.ts"
@@ -126,10 +126,9 @@ describe("integrity", () => {
         const keys = yield* IntegrityKeys
         yield* sql`UPDATE decisions SET status = 500 WHERE ledger_id = ${id}`
         const [row] = yield* sql<ChainRow>`SELECT ${sql.literal(ROW_COLUMNS)} FROM decisions WHERE ledger_id = ${id}`
-        const guess = Crypto.createSecretKey(Crypto.randomBytes(32))
-        const forged = chainHash(guess, factsOfRow({ tenant_id, workspace_id }, row!), Buffer.from(row!.prev_hash!), Buffer.from(row!.raw_hash!))
+        const forged = chainHasher(Crypto.randomBytes(32))(factsOfRow({ tenant_id, workspace_id }, row!), Buffer.from(row!.prev_hash!), Buffer.from(row!.raw_hash!))
         // with the real key, the same facts would verify: only the key is missing
-        assert.isFalse(forged.equals(chainHash(keys.current.key, factsOfRow({ tenant_id, workspace_id }, row!), Buffer.from(row!.prev_hash!), Buffer.from(row!.raw_hash!))))
+        assert.isFalse(forged.equals(keys.current.hash(factsOfRow({ tenant_id, workspace_id }, row!), Buffer.from(row!.prev_hash!), Buffer.from(row!.raw_hash!))))
         yield* sql`UPDATE decisions SET hash = ${forged} WHERE ledger_id = ${id}`
         const { ok, w } = yield* verifyOne(workspace_id)
         assert.isFalse(ok)
