@@ -5,10 +5,13 @@
  * - `lockChain` takes the workspace's head row (created on first use) for the rest of the transaction, so seq is
  *   gapless and in commit order: a batch that rolls back leaves neither rows nor a moved head. Groups are stored in
  *   ascending workspace order and every agent lock is taken before any chain lock, so builders never deadlock.
+ * - `chainDraft` computes what a decision's hash covers apart from its place — its facts and the hash of its raw
+ *   exchange — before the transaction, so the locks are not held for it.
  * - `chainLinks` numbers the new decisions and hashes each over its facts, its predecessor's hash and its raw hash;
  *   `recorded_at` never goes back within a workspace, which makes a dropped time partition a prefix of each chain.
  */
 import { Clock, Effect } from "effect"
+import type { Statement } from "effect/sql"
 import { captureApi } from "../domain/capture.ts"
 import type { WorkspaceScope } from "../domain/principal.ts"
 import { type ChainFacts, GENESIS, rawHash } from "../integrity/chain.ts"
@@ -23,11 +26,15 @@ export interface ChainHead {
   readonly at: number
 }
 
-/** Locks and reads the workspace's chain head. */
-export const lockChain = (scope: WorkspaceScope) =>
+/**
+ * Locks and reads the workspace's chain head; `alongside`, a data-modifying statement, runs in the same round trip
+ * (the builder's last write before its decisions', so the lock costs the transaction no extra wait on the network).
+ */
+export const lockChain = (scope: WorkspaceScope, alongside?: Statement.Fragment) =>
   Effect.gen(function*() {
     const sql = yield* ScopedSql
     const [row] = yield* sql<{ head_seq: string | number; head_hash: Uint8Array | null; head_at: Date | null }>`
+      ${alongside === undefined ? sql`` : sql`WITH alongside AS (${alongside})`}
       INSERT INTO ledger_chains (tenant_id, workspace_id) VALUES (${scope.tenant_id}::uuid, ${scope.workspace_id}::uuid)
       ON CONFLICT (tenant_id, workspace_id) DO UPDATE SET head_seq = ledger_chains.head_seq
       RETURNING head_seq, head_hash, head_at`
@@ -38,14 +45,14 @@ export const lockChain = (scope: WorkspaceScope) =>
     } satisfies ChainHead
   })
 
+/** The statement that moves the locked head to the last decision chained (alone, or in a builder's insert). */
+export const headUpdate = (sql: ScopedSql["Service"], scope: WorkspaceScope, head: ChainHead) =>
+  sql`UPDATE ledger_chains SET head_seq = ${head.seq}, head_hash = decode(${head.hash.toString("hex")}, 'hex'),
+    head_at = ${new Date(head.at)}
+    WHERE tenant_id = ${scope.tenant_id}::uuid AND workspace_id = ${scope.workspace_id}::uuid`
+
 /** Moves the locked head to the last decision chained. */
-export const advanceChain = (scope: WorkspaceScope, head: ChainHead) =>
-  Effect.gen(function*() {
-    const sql = yield* ScopedSql
-    yield* sql`UPDATE ledger_chains SET head_seq = ${head.seq}, head_hash = decode(${head.hash.toString("hex")}, 'hex'),
-      head_at = ${new Date(head.at)}
-      WHERE tenant_id = ${scope.tenant_id}::uuid AND workspace_id = ${scope.workspace_id}::uuid`
-  })
+export const advanceChain = (scope: WorkspaceScope, head: ChainHead) => ScopedSql.use((sql) => headUpdate(sql, scope, head))
 
 export interface ChainLink {
   readonly seq: number
@@ -62,61 +69,66 @@ const stored = (text: string) => pgText(text).toWellFormed()
 /** JSON as jsonb gives it back (what verification reads), for values stored through `pgJson`. */
 const asStored = (value: unknown) => (value === null || value === undefined ? null : JSON.parse(pgJson(value)))
 
-/** The chained facts of a reconstruction, as its row stores them. */
-export const factsOf = (
-  scope: WorkspaceScope,
-  item: Reconstruction,
-  place: { readonly seq: number; readonly recorded_at: number; readonly chain_key: number }
-): ChainFacts => {
+/** A decision's place in its chain. */
+type Place = Pick<ChainFacts, "seq" | "recorded_at" | "chain_key">
+
+/** What a decision's hash covers apart from its place, as its row stores it. */
+export interface ChainDraft {
+  readonly facts: Omit<ChainFacts, keyof Place>
+  readonly raw_hash: Buffer
+}
+
+/** The chained facts of a reconstruction and its raw hash, as its row stores them. */
+export const chainDraft = (scope: WorkspaceScope, item: Reconstruction): ChainDraft => {
   const { capture } = item
   const facts = callFacts(item)
+  const raw_hash = rawHash(
+    stored(capture.request),
+    capture.response === null ? null : stored(capture.response),
+    capture.context == null ? null : stored(capture.context)
+  )
   return {
-    tenant_id: scope.tenant_id,
-    workspace_id: scope.workspace_id,
-    seq: place.seq,
-    chain_key: place.chain_key,
-    ledger_id: capture.ledger_id,
-    user_id: capture.user_id,
-    key_id: capture.key_id,
-    agent_id: stored(capture.agent_id),
-    execution_id: capture.execution_id === null ? null : stored(capture.execution_id),
-    provider: stored(capture.provider),
-    provider_type: stored(capture.provider_type),
-    model: stored(capture.model),
-    api: captureApi(capture),
-    stream: capture.stream,
-    status: capture.status,
-    aborted: capture.aborted,
-    created_at: new Date(capture.started_at).getTime(),
-    captured_at: new Date(capture.ended_at).getTime(),
-    recorded_at: place.recorded_at,
-    first_token_ms: facts.firstTokenMs,
-    latency_ms: facts.latencyMs,
-    upstream_ms: capture.upstream_ms,
-    usage: asStored(capture.usage),
-    response_id: item.responseId === null ? null : stored(item.responseId),
-    previous_response_id: item.continues === null ? null : stored(item.continues),
-    capture_version: capture.v,
-    source: asStored(capture.source)
+    raw_hash,
+    facts: {
+      tenant_id: scope.tenant_id,
+      workspace_id: scope.workspace_id,
+      ledger_id: capture.ledger_id,
+      user_id: capture.user_id,
+      key_id: capture.key_id,
+      agent_id: stored(capture.agent_id),
+      execution_id: capture.execution_id === null ? null : stored(capture.execution_id),
+      provider: stored(capture.provider),
+      provider_type: stored(capture.provider_type),
+      model: stored(capture.model),
+      api: captureApi(capture),
+      stream: capture.stream,
+      status: capture.status,
+      aborted: capture.aborted,
+      created_at: new Date(capture.started_at).getTime(),
+      captured_at: new Date(capture.ended_at).getTime(),
+      first_token_ms: facts.firstTokenMs,
+      latency_ms: facts.latencyMs,
+      upstream_ms: capture.upstream_ms,
+      usage: asStored(capture.usage),
+      response_id: item.responseId === null ? null : stored(item.responseId),
+      previous_response_id: item.continues === null ? null : stored(item.continues),
+      capture_version: capture.v,
+      source: asStored(capture.source)
+    }
   }
 }
 
-/** Places `items` (in that order) after `head`; returns their links and the new head. */
-export const chainLinks = (scope: WorkspaceScope, items: ReadonlyArray<Reconstruction>, head: ChainHead, key: ChainKey) =>
+/** Places the drafted decisions (in that order) after `head`; returns their links by ledger id and the new head. */
+export const chainLinks = (drafts: ReadonlyArray<ChainDraft>, head: ChainHead, key: ChainKey) =>
   Effect.gen(function*() {
     const recorded_at = Math.max(yield* Clock.currentTimeMillis, head.at)
     let { seq, hash } = head
     const links = new Map<string, ChainLink>()
-    for (const item of items) {
+    for (const { facts, raw_hash } of drafts) {
       seq += 1
-      const raw_hash = rawHash(
-        stored(item.capture.request),
-        item.capture.response === null ? null : stored(item.capture.response),
-        item.capture.context == null ? null : stored(item.capture.context)
-      )
-      const place = { seq, recorded_at, chain_key: key.id }
-      const next = key.hash(factsOf(scope, item, place), hash, raw_hash)
-      links.set(item.capture.ledger_id, { ...place, prev_hash: hash, hash: next, raw_hash })
+      const place: Place = { seq, recorded_at, chain_key: key.id }
+      const next = key.hash({ ...facts, ...place }, hash, raw_hash)
+      links.set(facts.ledger_id, { ...place, prev_hash: hash, hash: next, raw_hash })
       hash = next
     }
     return { links, head: { seq, hash, at: recorded_at } satisfies ChainHead }

@@ -11,7 +11,7 @@
  *   (chaining.ts) whose lock serialises every builder writing to the workspace until commit.
  */
 import { PgTypes } from "@effect/sql-pg"
-import { Effect, Result } from "effect"
+import { Clock, Effect, Result } from "effect"
 import type { SqlError } from "effect/sql"
 import * as Crypto from "node:crypto"
 import { captureApi } from "../domain/capture.ts"
@@ -20,7 +20,7 @@ import type { DatabaseUnavailable } from "../domain/errors.ts"
 import { type SessionRollup, sessionSummary } from "../domain/sessionSummary.ts"
 import { ScopedSql, TenantSql } from "../store/TenantSql.ts"
 import { IntegrityKeys } from "../integrity/IntegrityKeys.ts"
-import { advanceChain, type ChainLink, chainLinks, lockChain } from "./chaining.ts"
+import { type ChainDraft, chainDraft, type ChainHead, type ChainLink, chainLinks, headUpdate, lockChain } from "./chaining.ts"
 import { continueTrace } from "./derive/trace.ts"
 import { callFacts, pgJson, pgText, type Reconstruction } from "./reconstruct.ts"
 import { earlierFirst, type KnownSession, type PlannedCall, planSessions } from "./sessions.ts"
@@ -254,25 +254,33 @@ const linkSuccessors = (inserted: ReadonlyArray<Reconstruction>) =>
       WHERE d.ledger_id = v.ledger_id`
   })
 
+/** Where a group's new decisions go: their sessions, predecessors and chain links, and who built them. */
+interface Placement {
+  readonly sessionOf: (ledgerId: string) => string
+  readonly previousOf: (ledgerId: string) => string | null
+  readonly linkOf: (ledgerId: string) => ChainLink
+  /** the chain's head after them */
+  readonly head: ChainHead
+  /** the consumer, whose throughput record (`ledger status`) counts them */
+  readonly consumer: string
+}
+
 /**
- * Inserts the new decisions with their chain links. Every one of them is new (probed under the agents' locks), so
- * an insert that returns fewer rows fails the batch: a skipped row would break the chain it was numbered into.
+ * Inserts the new decisions with their chain links, moves the chain's head past them and counts them in the
+ * throughput record, in one statement: each statement is a round trip with the locks held. Every decision is new
+ * (probed under the agents' locks), so an insert that returns fewer rows fails the batch: a skipped row would break
+ * the chain it was numbered into.
  */
-const insertDecisions = (
-  scope: WorkspaceScope,
-  items: ReadonlyArray<Reconstruction>,
-  sessionOf: (ledgerId: string) => string,
-  previousOf: (ledgerId: string) => string | null,
-  linkOf: (ledgerId: string) => ChainLink
-) =>
+const insertDecisions = (scope: WorkspaceScope, items: ReadonlyArray<Reconstruction>, placement: Placement) =>
   Effect.gen(function*() {
     const sql = yield* ScopedSql
+    const { head, linkOf, previousOf, sessionOf } = placement
     const facts = items.map(callFacts)
     const column = <A>(f: (item: Reconstruction, i: number) => A) => items.map(f)
     const links = items.map((item) => linkOf(item.capture.ledger_id))
     const hex = (pick: (link: ChainLink) => Buffer) => texts(links.map((link) => pick(link).toString("hex")))
     const rows = yield* sql<{ ledger_id: string }>`
-      INSERT INTO decisions (ledger_id, tenant_id, workspace_id, user_id, key_id, agent_id, session_id, execution_id,
+      WITH inserted AS (INSERT INTO decisions (ledger_id, tenant_id, workspace_id, user_id, key_id, agent_id, session_id, execution_id,
         created_at, provider, provider_type, model, stream, status, title, intent, outcome, cost_usd, quality, confidence,
         latency_ms, first_token_ms, usage, derivation, subjects, raw_request, raw_response, error, aborted, upstream_ms,
         capture_version, captured_at, api, response_id, previous_response_id, previous_ledger_id, raw_context, source,
@@ -327,7 +335,12 @@ const insertDecisions = (
              derivation, subjects, raw_request, raw_response, error, aborted, upstream_ms, capture_version, captured_at,
              api, response_id, previous_response_id, previous_ledger_id, raw_context, source, recorded_at, seq,
              prev_hash, hash, raw_hash)
-      RETURNING ledger_id`
+      RETURNING ledger_id),
+      head AS (${headUpdate(sql, scope, head)}),
+      counted AS (INSERT INTO pipeline_throughput (second, consumer, decisions)
+        VALUES (date_trunc('second', clock_timestamp()), ${placement.consumer}, ${items.length})
+        ON CONFLICT (second, consumer) DO UPDATE SET decisions = pipeline_throughput.decisions + EXCLUDED.decisions)
+      SELECT ledger_id FROM inserted`
     if (rows.length !== items.length) {
       return yield* Effect.die(new Error(`chained ${items.length} decisions but inserted ${rows.length}; the batch is retried`))
     }
@@ -378,38 +391,37 @@ interface AgentDelta {
   last_seen_at: number
 }
 
-const writeAgents = (scope: WorkspaceScope, deltas: ReadonlyMap<string, AgentDelta>) =>
-  Effect.gen(function*() {
-    if (deltas.size === 0) return
-    const sql = yield* ScopedSql
-    const ids = [...deltas.keys()]
-    const list = [...deltas.values()]
-    // The name follows the most recent call that carried one; a late capture does not rename the agent back.
-    yield* sql`
-      INSERT INTO agents (tenant_id, workspace_id, agent_id, agent_name, decision_count, session_count, error_count,
-        total_cost_usd, total_tokens, confidence_sum, first_seen_at, last_seen_at)
-      SELECT ${scope.tenant_id}::uuid, ${scope.workspace_id}::uuid, agent_id, agent_name, decision_count, session_count,
-        error_count, total_cost_usd, total_tokens, confidence_sum, first_seen_at, last_seen_at
-      FROM UNNEST(
-        ${texts(ids.map(pgText))}, ${texts(list.map((d) => d.agent_name === null ? null : pgText(d.agent_name)))},
-        ${floats(list.map((d) => d.decision_count))}, ${floats(list.map((d) => d.session_count))},
-        ${floats(list.map((d) => d.error_count))}, ${floats(list.map((d) => d.total_cost_usd))},
-        ${floats(list.map((d) => d.total_tokens))}, ${floats(list.map((d) => d.confidence_sum))},
-        ${times(list.map((d) => d.first_seen_at))}, ${times(list.map((d) => d.last_seen_at))}
-      ) AS v(agent_id, agent_name, decision_count, session_count, error_count, total_cost_usd, total_tokens,
-             confidence_sum, first_seen_at, last_seen_at)
-      ON CONFLICT (tenant_id, workspace_id, agent_id) DO UPDATE SET
-        agent_name = CASE WHEN EXCLUDED.last_seen_at >= agents.last_seen_at
-          THEN COALESCE(EXCLUDED.agent_name, agents.agent_name) ELSE COALESCE(agents.agent_name, EXCLUDED.agent_name) END,
-        decision_count = agents.decision_count + EXCLUDED.decision_count,
-        session_count = agents.session_count + EXCLUDED.session_count,
-        error_count = agents.error_count + EXCLUDED.error_count,
-        total_cost_usd = agents.total_cost_usd + EXCLUDED.total_cost_usd,
-        total_tokens = agents.total_tokens + EXCLUDED.total_tokens,
-        confidence_sum = agents.confidence_sum + EXCLUDED.confidence_sum,
-        first_seen_at = LEAST(agents.first_seen_at, EXCLUDED.first_seen_at),
-        last_seen_at = GREATEST(agents.last_seen_at, EXCLUDED.last_seen_at)`
-  })
+/** The agents' rollups added in one upsert (none when nothing changed); sent with the chain's lock (lockChain). */
+const agentsUpsert = (sql: ScopedSql["Service"], scope: WorkspaceScope, deltas: ReadonlyMap<string, AgentDelta>) => {
+  if (deltas.size === 0) return undefined
+  const ids = [...deltas.keys()]
+  const list = [...deltas.values()]
+  // The name follows the most recent call that carried one; a late capture does not rename the agent back.
+  return sql`
+    INSERT INTO agents (tenant_id, workspace_id, agent_id, agent_name, decision_count, session_count, error_count,
+      total_cost_usd, total_tokens, confidence_sum, first_seen_at, last_seen_at)
+    SELECT ${scope.tenant_id}::uuid, ${scope.workspace_id}::uuid, agent_id, agent_name, decision_count, session_count,
+      error_count, total_cost_usd, total_tokens, confidence_sum, first_seen_at, last_seen_at
+    FROM UNNEST(
+      ${texts(ids.map(pgText))}, ${texts(list.map((d) => d.agent_name === null ? null : pgText(d.agent_name)))},
+      ${floats(list.map((d) => d.decision_count))}, ${floats(list.map((d) => d.session_count))},
+      ${floats(list.map((d) => d.error_count))}, ${floats(list.map((d) => d.total_cost_usd))},
+      ${floats(list.map((d) => d.total_tokens))}, ${floats(list.map((d) => d.confidence_sum))},
+      ${times(list.map((d) => d.first_seen_at))}, ${times(list.map((d) => d.last_seen_at))}
+    ) AS v(agent_id, agent_name, decision_count, session_count, error_count, total_cost_usd, total_tokens,
+           confidence_sum, first_seen_at, last_seen_at)
+    ON CONFLICT (tenant_id, workspace_id, agent_id) DO UPDATE SET
+      agent_name = CASE WHEN EXCLUDED.last_seen_at >= agents.last_seen_at
+        THEN COALESCE(EXCLUDED.agent_name, agents.agent_name) ELSE COALESCE(agents.agent_name, EXCLUDED.agent_name) END,
+      decision_count = agents.decision_count + EXCLUDED.decision_count,
+      session_count = agents.session_count + EXCLUDED.session_count,
+      error_count = agents.error_count + EXCLUDED.error_count,
+      total_cost_usd = agents.total_cost_usd + EXCLUDED.total_cost_usd,
+      total_tokens = agents.total_tokens + EXCLUDED.total_tokens,
+      confidence_sum = agents.confidence_sum + EXCLUDED.confidence_sum,
+      first_seen_at = LEAST(agents.first_seen_at, EXCLUDED.first_seen_at),
+      last_seen_at = GREATEST(agents.last_seen_at, EXCLUDED.last_seen_at)`
+}
 
 const addToRollup = (rollup: SessionRollup | undefined, item: Reconstruction): SessionRollup => {
   const facts = callFacts(item)
@@ -464,17 +476,30 @@ const withoutTurnsRecorded = (items: ReadonlyArray<Reconstruction>) =>
     })
   })
 
+/** How far the gateways' and builders' clocks may disagree without a redelivered capture being stored twice. */
+const CLOCK_MARGIN_MS = 7 * 24 * 60 * 60 * 1000
+
 /** Builds one group (one tenant/workspace) inside the batch's transaction, after `rescope`. */
-const storeGroup = (scope: WorkspaceScope, group: ReadonlyArray<Reconstruction>, gapMs: number) =>
+const storeGroup = (
+  scope: WorkspaceScope,
+  group: ReadonlyArray<Reconstruction>,
+  options: { readonly gapMs: number; readonly consumer: string; readonly drafts: ReadonlyMap<string, ChainDraft> }
+) =>
   Effect.gen(function*() {
+    const { consumer, drafts, gapMs } = options
     const sql = yield* ScopedSql
     // the ids already stored, by the primary key (tenant, workspace, ledger id, …): all three are index conditions, so
     // each partition is searched once for the whole array whatever its statistics say. (With the key on ledger_id
     // alone, `= ANY` was planned as a walk of the workspace's index when statistics lagged, 0.4–0.8 s a batch; a
-    // probe per id then cost a descent per id and partition, 7 ms a batch of 500.)
+    // probe per id then cost a descent per id and partition, 7 ms a batch of 500.) Only the partitions a stored copy
+    // can be in are searched: it was recorded after its call started and, at the latest, now — a week either way
+    // for clocks that disagree — so the probe costs the same with two months of partitions as with two years.
+    const earliest = group.reduce((min, item) => Math.min(min, item.capture.started_at), Infinity)
+    const now = yield* Clock.currentTimeMillis
     const existing = yield* sql<{ ledger_id: string }>`
       SELECT d.ledger_id FROM decisions d WHERE d.tenant_id = ${scope.tenant_id}::uuid AND d.workspace_id = ${scope.workspace_id}::uuid
-        AND d.ledger_id = ANY(${uuids(group.map((item) => item.capture.ledger_id))})`
+        AND d.ledger_id = ANY(${uuids(group.map((item) => item.capture.ledger_id))})
+        AND d.recorded_at >= ${new Date(earliest - CLOCK_MARGIN_MS)} AND d.recorded_at <= ${new Date(now + CLOCK_MARGIN_MS)}`
     const known = new Set(existing.map((row) => row.ledger_id))
     const fresh = yield* withoutTurnsRecorded(group.filter((item) => !known.has(item.capture.ledger_id)))
     if (fresh.length === 0) return new Set<string>()
@@ -495,8 +520,7 @@ const storeGroup = (scope: WorkspaceScope, group: ReadonlyArray<Reconstruction>,
       { gapMs, newId: () => Crypto.randomUUID() }
     )
     const sessionOf = (ledgerId: string) => plan.assignment.get(ledgerId)!
-    // every item is new (probed under the agents' locks): the decisions are inserted last, so the workspace's chain
-    // stays locked for as little of the transaction as can be
+    // every item is new (probed under the agents' locks); the decisions are inserted at the end of the transaction
     const inserted = new Set(items.map((item) => item.capture.ledger_id))
     yield* linkSuccessors(items)
 
@@ -577,15 +601,21 @@ const storeGroup = (scope: WorkspaceScope, group: ReadonlyArray<Reconstruction>,
           : [{ session_id, agent_id: identity.agent_id, execution_id: identity.execution_id, rollup }]
       })
     )
-    // only agents whose rollups changed; an agent seen for the first time always has an inserted decision
-    yield* writeAgents(scope, new Map([...agents].filter(([, delta]) => delta.decision_count > 0 || delta.session_count !== 0)))
-
     const ordered = [...items].sort((a, b) =>
       a.capture.started_at - b.capture.started_at || (a.capture.ledger_id < b.capture.ledger_id ? -1 : 1)
     )
-    const chain = yield* chainLinks(scope, ordered, yield* lockChain(scope), (yield* IntegrityKeys).current)
-    yield* insertDecisions(scope, ordered, sessionOf, (ledgerId) => links.get(ledgerId)?.previous ?? null, (ledgerId) => chain.links.get(ledgerId)!)
-    yield* advanceChain(scope, chain.head)
+    // the agents' rollups (only agents whose rollups changed; one seen for the first time always has a decision) and
+    // the chain's lock in one round trip: from here to commit the workspace's chain is held
+    const changed = new Map([...agents].filter(([, delta]) => delta.decision_count > 0 || delta.session_count !== 0))
+    const head = yield* lockChain(scope, agentsUpsert(sql, scope, changed))
+    const chain = yield* chainLinks(ordered.map((item) => drafts.get(item.capture.ledger_id)!), head, (yield* IntegrityKeys).current)
+    yield* insertDecisions(scope, ordered, {
+      sessionOf,
+      previousOf: (ledgerId) => links.get(ledgerId)?.previous ?? null,
+      linkOf: (ledgerId) => chain.links.get(ledgerId)!,
+      head: chain.head,
+      consumer
+    })
     return inserted
   })
 
@@ -600,21 +630,17 @@ export const storeBatch = (
   Effect.gen(function*() {
     const groups = groupByWorkspace(batch)
     if (groups.length === 0) return { inserted: new Set<string>() }
+    // what the chain hashes cover apart from the decisions' places, computed before any lock is taken
+    const drafts = new Map(groups.flatMap(({ items, scope }) => items.map((item) => [item.capture.ledger_id, chainDraft(scope, item)] as const)))
     const tenantSql = yield* TenantSql
     return yield* tenantSql.write(
       groups[0]!.scope,
       Effect.gen(function*() {
-        const sql = yield* ScopedSql
         yield* lockAgents(groups.flatMap(({ items, scope }) => items.map((item) => agentLockKey(scope, item.capture.agent_id))))
         const inserted = new Set<string>()
         for (const [index, { items, scope }] of groups.entries()) {
           if (index > 0) yield* tenantSql.rescope(scope)
-          for (const id of yield* storeGroup(scope, items, options.gapMs)) inserted.add(id)
-        }
-        if (inserted.size > 0) {
-          yield* sql`INSERT INTO pipeline_throughput (second, consumer, decisions)
-            VALUES (date_trunc('second', clock_timestamp()), ${options.consumer}, ${inserted.size})
-            ON CONFLICT (second, consumer) DO UPDATE SET decisions = pipeline_throughput.decisions + EXCLUDED.decisions`
+          for (const id of yield* storeGroup(scope, items, { ...options, drafts })) inserted.add(id)
         }
         return { inserted: inserted as ReadonlySet<string> }
       })

@@ -129,11 +129,12 @@ export const chainHasher = (secret: Uint8Array): ChainHasher => {
   }
 }
 
-const sha256 = (text: string | null) => (text === null ? ABSENT : Crypto.createHash("sha256").update(text, "utf8").digest())
+/** sha256 of the text as UTF-8 (one-shot: the builder hashes every raw exchange it stores) */
+const sha256 = (text: string | null) => (text === null ? ABSENT : Crypto.hash("sha256", text, "buffer"))
 
 /** sha256 over the digests of the stored request, response and context (an absent part counts as 32 zero bytes). */
 export const rawHash = (request: string, response: string | null, context: string | null): Buffer =>
-  Crypto.createHash("sha256").update(sha256(request)).update(sha256(response)).update(sha256(context)).digest()
+  Crypto.hash("sha256", Buffer.concat([sha256(request), sha256(response), sha256(context)]), "buffer")
 
 /** `rawHash` computed by Postgres from the stored columns (verification hashes where the text is). */
 export const RAW_HASH_SQL = `sha256(sha256(convert_to(raw_request, 'UTF8'))

@@ -2,7 +2,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import fc from "fast-check"
 import * as Crypto from "node:crypto"
-import { canonicalJson, type ChainFacts, chainHasher, encodeFacts } from "../../src/integrity/chain.ts"
+import { canonicalJson, type ChainFacts, chainHasher, encodeFacts, rawHash } from "../../src/integrity/chain.ts"
 
 const facts = (text: string, usage: unknown): ChainFacts => ({
   tenant_id: "00000000-0000-4000-8000-000000000001",
@@ -79,5 +79,13 @@ describe("chain hash", () => {
         : JSON.stringify(value)
     fc.assert(fc.property(fc.jsonValue(), (value) => assert.strictEqual(canonicalJson(value), reference(value))), { numRuns: 500 })
     assert.strictEqual(canonicalJson([1e21, 1.5e-7, -0, 0.1]), "[1e+21,1.5e-7,0,0.1]")
+  })
+
+  it("the raw hash is sha256 over the parts' sha256 (32 zero bytes for a part absent)", () => {
+    const digest = (text: string | null) => (text === null ? Buffer.alloc(32) : Crypto.createHash("sha256").update(text, "utf8").digest())
+    fc.assert(fc.property(fc.string({ unit: "binary" }), fc.option(fc.string({ unit: "binary" })), fc.option(fc.string()), (request, response, context) => {
+      const expected = Crypto.createHash("sha256").update(digest(request)).update(digest(response)).update(digest(context)).digest()
+      assert.isTrue(rawHash(request, response, context).equals(expected))
+    }))
   })
 })
