@@ -5,6 +5,9 @@
  *
  *   npx node bench/ingest/run.ts [--builders 2] [--consumers 2] [--batch 500]
  *                                [--rate 8000] [--seconds 20] [--latency-rate 1000] [--latency-seconds 20]
+ *                                [--sustained-only]
+ *
+ * `--sustained-only` stops after phase 1 (for side-by-side runs of the builder's rate).
  *
  * Phase 1, sustained: captures are published open-loop at `--rate` (above what the builders can take, so they
  * are never idle) for `--seconds`; the committed-decision count is sampled every 250 ms and the sustained rate
@@ -50,7 +53,8 @@ const { values: args } = parseArgs({
     rate: { type: "string", default: "8000" },
     seconds: { type: "string", default: "20" },
     "latency-rate": { type: "string", default: "1000" },
-    "latency-seconds": { type: "string", default: "20" }
+    "latency-seconds": { type: "string", default: "20" },
+    "sustained-only": { type: "boolean", default: false }
   }
 })
 const BUILDERS = Number(args.builders)
@@ -60,6 +64,7 @@ const RATE = Number(args.rate)
 const SECONDS = Number(args.seconds)
 const LATENCY_RATE = Number(args["latency-rate"])
 const LATENCY_SECONDS = Number(args["latency-seconds"])
+const SUSTAINED_ONLY = args["sustained-only"]
 const TICK_MS = 10
 /** How long phase 2 waits for analytics to catch up with phase 1 before it starts anyway. */
 const CATCH_UP_LIMIT_MS = 300_000
@@ -245,6 +250,10 @@ const program = Effect.gen(function*() {
       backlog_drain_rate: backlogRate,
       cpu_ms_per_decision: { total: cpuMsPerDecision, builders: perDecision(builderCpu), postgres: perDecision(cpu - builderCpu) },
       capacity_on_two_idle_cores: Math.round(2_000 / cpuMsPerDecision)
+    }
+    if (SUSTAINED_ONLY) {
+      console.log(JSON.stringify({ builders: BUILDERS, consumers_per_builder: CONSUMERS, batch: BATCH, sustained }, null, 2))
+      return
     }
 
     // analytics yielded while the builders had a backlog (LEDGER_ANALYTICS_YIELD_BACKLOG): time its catch-up, so

@@ -1,6 +1,6 @@
 /**
  * Planner statistics: a table that changed past autovacuum's threshold since its last ANALYZE is analysed by the
- * builders' refresh, once; on PostgreSQL (autovacuum is off on these machines) and on embedded PGlite (which has
+ * builders' refresh, once, and not again within ten seconds; on PostgreSQL (autovacuum is off on these machines) and on embedded PGlite (which has
  * none).
  */
 import { assert, describe, layer } from "@effect/vitest"
@@ -32,6 +32,14 @@ for (const backend of ["postgres", "pglite"] satisfies ReadonlyArray<Backend>) {
           assert.include(tables, "tenants")
           assert.isTrue(yield* analysed)
           assert.notInclude(yield* statistics.refresh, "tenants", "nothing changed since")
+
+          // changed past the threshold again: not analysed again within ten seconds of the last ANALYZE (a growing
+          // table would be sampled every second otherwise)
+          yield* sql`INSERT INTO tenants (tenant_id, name) SELECT gen_random_uuid(), 'more-' || n FROM generate_series(1, 400) AS n`
+          const soon = yield* TestClock.withLive(statistics.refresh.pipe(
+            Effect.repeat({ schedule: Schedule.spaced("200 millis"), until: (tables) => tables.includes("tenants"), times: 10 })
+          ))
+          assert.notInclude(soon, "tenants")
         }), { timeout: 30_000 })
     })
   })
