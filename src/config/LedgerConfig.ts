@@ -24,6 +24,8 @@ export interface LedgerSettings {
   readonly dataDir: string
   /** unset → embedded PGlite in the data directory */
   readonly databaseUrl: Option.Option<Redacted.Redacted>
+  /** a streaming replica of DATABASE_URL for the API's reads (REST, MCP, the app); unset → DATABASE_URL */
+  readonly databaseReadUrl: Option.Option<Redacted.Redacted>
   /** unset → in-process capture stream */
   readonly redisUrl: Option.Option<Redacted.Redacted>
   readonly providers: {
@@ -229,6 +231,7 @@ export const settingsConfig: Config.Config<LedgerSettings> = Config.all({
   gatewayUrl: Config.option(Config.String("LEDGER_GATEWAY_URL")),
   dataDir: Config.String("LEDGER_DATA_DIR").pipe(Config.withDefault("./.ledger")),
   databaseUrl: Config.option(Config.Redacted("DATABASE_URL")),
+  databaseReadUrl: Config.option(Config.Redacted("DATABASE_READ_URL")),
   redisUrl: Config.option(Config.Redacted("REDIS_URL")),
   openaiBaseUrl: Config.String("LEDGER_OPENAI_BASE_URL").pipe(Config.withDefault("https://api.openai.com/v1")),
   azureBaseUrl: Config.option(Config.String("LEDGER_AZURE_BASE_URL")),
@@ -283,6 +286,8 @@ export const settingsConfig: Config.Config<LedgerSettings> = Config.all({
     gatewayUrl: Option.map(c.gatewayUrl, trimSlash),
     dataDir: Path.resolve(c.dataDir),
     databaseUrl: c.databaseUrl,
+    // a replica of the embedded database cannot exist
+    databaseReadUrl: Option.isSome(c.databaseUrl) ? c.databaseReadUrl : Option.none(),
     redisUrl: c.redisUrl,
     providers: {
       openaiBaseUrl: trimSlash(c.openaiBaseUrl),

@@ -255,5 +255,11 @@ const makeLedgerQuery = Effect.gen(function*() {
   } satisfies Context.Service.Shape<typeof LedgerQuery>
 })
 
-/** The read model as the `LedgerQuery` service, on the tenant-scoped client (needs TenantSql and LedgerConfig). */
-export const LedgerQueryLive = Layer.effect(LedgerQuery, makeLedgerQuery).pipe(Layer.provide(CursorSecret.layer))
+/**
+ * The read model as the `LedgerQuery` service, on the tenant-scoped client it is given (needs TenantSql, CursorSecret
+ * and LedgerConfig): the API role gives it the read replica's when there is one (layers/Api.ts).
+ */
+export const ReadModelLive = Layer.effect(LedgerQuery, makeLedgerQuery)
+
+/** The read model with its cursor secret, both on the same tenant-scoped client. */
+export const LedgerQueryLive = ReadModelLive.pipe(Layer.provide(CursorSecret.layer))

@@ -59,6 +59,17 @@ export const PgLive = Layer.unwrap(Effect.gen(function*() {
   }))
 }))
 
+/**
+ * The pool of the API's reads: a streaming replica (`DATABASE_READ_URL`), or none when there is no replica. Only the
+ * read model is built on it (layers/Api.ts); writers, authentication, the builders and the command line keep the
+ * owner's pool, so nothing that writes decides from a replica's lagging state, and nothing migrates the replica.
+ */
+export const ReadReplicaPool = LedgerConfig.useSync((config) =>
+  Option.map(config.databaseReadUrl, (url) =>
+    PgClient.layer({ url, maxConnections: config.databasePoolSize, applicationName: "ledger-read" })
+  )
+)
+
 /** Applies pending migrations (idempotent: the migrator records what ran). */
 export const migrate = PgMigrator.run({ loader: PgMigrator.fromRecord(migrations), table: "ledger_migrations" }).pipe(
   Effect.provide(NodeServices.layer),

@@ -12,6 +12,7 @@ export const testSettings = (overrides: Partial<LedgerSettings> = {}): LedgerSet
   gatewayUrl: Option.none(),
   dataDir: Path.join(Os.tmpdir(), "ledger-test"),
   databaseUrl: Option.none(),
+  databaseReadUrl: Option.none(),
   redisUrl: Option.none(),
   providers: {
     openaiBaseUrl: "https://api.openai.com/v1",
