@@ -19,9 +19,11 @@ const StackLive = Layer.effect(Stack, recordingStack())
  */
 const decisionsSince = (stack: RecordingStack, from: number, count: number) =>
   Effect.gen(function*() {
+    // up to 15 s: the publisher hands captures over in batches, and a loaded CI machine has been seen past 5 s
     const captures = yield* stack.captures.pipe(
-      Effect.repeat({ until: (all) => all.length >= from + count, times: 250, schedule: Schedule.spaced("20 millis") })
+      Effect.repeat({ until: (all) => all.length >= from + count, times: 750, schedule: Schedule.spaced("20 millis") })
     )
+    assert.isAtLeast(captures.length, from + count, `${count} capture(s) after the first ${from} within 15 s`)
     return yield* Effect.forEach(captures.slice(from), (capture) => stack.decision(capture.ledger_id))
   })
 
