@@ -11,7 +11,7 @@
  * upstream `compat/` (all served by the one fake provider server). Pass `layer` to run more roles (a builder, the
  * API) on the same services.
  */
-import { Context, Effect, Layer, Option, Redacted, References, type Scope } from "effect"
+import { Context, Effect, Layer, Option, Redacted, References, type Scope, Semaphore } from "effect"
 import type { LogLevel } from "effect/LogLevel"
 import * as Crypto from "node:crypto"
 import { createClient } from "redis"
@@ -68,7 +68,8 @@ export interface GatewayStack<A = never> {
   /** Waits until every capture offered so far is in the stream (queue empty, spool replayed). */
   readonly settled: Effect.Effect<void>
   /**
-   * Every capture in the stream, oldest first. Redis: read with XRANGE (nothing is consumed). In-process stream:
+   * Every capture in the stream, oldest first. Redis: every entry the stream has held since the stack started,
+   * including those the builders trimmed since (nothing is consumed). In-process stream:
    * read through the consumer group (each capture is returned once).
    */
   readonly captures: Effect.Effect<ReadonlyArray<Capture>>
@@ -81,14 +82,31 @@ export interface GatewayStack<A = never> {
   captureWhere(matches: (capture: Capture) => boolean, timeoutMs?: number): Effect.Effect<Capture>
 }
 
-const readRedisStream = (url: string, key: string) =>
-  Effect.promise(async () => {
-    const client = await createClient({ url }).connect()
-    try {
-      return ((await client.xRange(key, "-", "+")) ?? []).map((entry) => String(entry.message.c))
-    } finally {
-      client.destroy()
-    }
+/**
+ * Every payload the Redis stream `key` has held, in stream order, from the scope's start: a log kept by polling every
+ * 10 ms from the last id seen. Reading the stream back is not enough — builders trim what they acknowledged (every
+ * 10 s), so a test that counts entries would see them vanish.
+ */
+const redisStreamLog = (url: string, key: string) =>
+  Effect.gen(function*() {
+    // commands fail at once while Redis is away (fault tests take it away): the log then waits for the next poll
+    const client = yield* Effect.acquireRelease(
+      Effect.promise(() => createClient({ url, disableOfflineQueue: true }).on("error", () => {}).connect()),
+      (client) => Effect.sync(() => client.destroy())
+    )
+    const log: Array<string> = []
+    let last: string | undefined
+    const poll = Effect.tryPromise(async () => {
+      for (const entry of (await client.xRange(key, last === undefined ? "-" : `(${last}`, "+")) ?? []) {
+        log.push(String(entry.message.c))
+        last = entry.id
+      }
+    }).pipe(Effect.timeout("1 second"), Effect.ignore)
+    // one poll at a time: the loop's and a reader's (a semaphore keeps `last` and the log in step)
+    const lock = yield* Semaphore.make(1)
+    const step = lock.withPermits(1)(poll)
+    yield* step.pipe(Effect.andThen(Effect.sleep("10 millis")), Effect.forever, Effect.forkScoped)
+    return step.pipe(Effect.map(() => [...log]))
   })
 
 export const gatewayStack = <A = never, E = never>(
@@ -143,8 +161,9 @@ export const gatewayStack = <A = never, E = never>(
     const publisher = Context.get(context, CapturePublisher)
 
     const decodeAll = (payloads: ReadonlyArray<string>) => Effect.forEach(payloads, (payload) => decodeCapture(payload).pipe(Effect.orDie))
-    const captures = useRedis
-      ? Effect.flatMap(readRedisStream(redisUrl, streamKey), decodeAll)
+    const redisLog = useRedis ? yield* redisStreamLog(redisUrl, streamKey) : undefined
+    const captures = redisLog !== undefined
+      ? Effect.flatMap(redisLog, decodeAll)
       : Effect.flatMap(
         stream.read("gateway-stack", { count: 100_000, blockMs: 0 }).pipe(Effect.orDie),
         (entries) => decodeAll(entries.map((entry) => entry.payload))
