@@ -10,6 +10,7 @@
  */
 import { Effect } from "effect"
 import { NotFound } from "../domain/errors.ts"
+import { isUuid } from "../domain/identifiers.ts"
 import { ScopedSql } from "../store/TenantSql.ts"
 import { currentSessionId } from "../store/sessionAliases.ts"
 import { MAX_SUBJECT_SESSIONS, WORK_SUBJECT_KINDS } from "./rules.ts"
@@ -18,7 +19,6 @@ import type { EdgeType, GraphEdge, GraphNode, GraphResult, NodeType } from "./sc
 const SYMMETRIC: ReadonlySet<EdgeType> = new Set(["shares_subject", "shares_execution"])
 const WORK_KINDS: Array<string> = [...WORK_SUBJECT_KINDS]
 const LABEL_CHARS = 90
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 export interface Traversal {
   readonly type: NodeType
@@ -51,7 +51,7 @@ const edgeLabel = (type: EdgeType, weight: number): string => {
 const exists = (type: NodeType, id: string) =>
   Effect.gen(function*() {
     const sql = yield* ScopedSql
-    if ((type === "session" || type === "decision") && !UUID.test(id)) return false
+    if ((type === "session" || type === "decision") && !isUuid(id)) return false
     const rows = type === "agent"
       ? yield* sql`SELECT 1 FROM agents WHERE agent_id = ${id}`
       : type === "session"
@@ -80,13 +80,13 @@ const labelNodes = (nodes: ReadonlyArray<{ type: NodeType; id: string; depth: nu
     }
     // sessions and decisions are probed one primary key at a time: `id = ANY(ids)` next to the tenant policy made the
     // planner AND it with a bitmap of the workspace's rows (see the builder's store)
-    const sessions = ids("session").filter((id) => UUID.test(id))
+    const sessions = ids("session").filter((id) => isUuid(id))
     if (sessions.length > 0) {
       put("session", yield* sql<{ id: string; label: string | null }>`
         SELECT x.* FROM unnest(${sessions}::uuid[]) AS q(id) CROSS JOIN LATERAL (
           SELECT s.session_id::text AS id, nullif(s.summary, '') AS label FROM sessions s WHERE s.session_id = q.id LIMIT 1) x`)
     }
-    const decisions = ids("decision").filter((id) => UUID.test(id))
+    const decisions = ids("decision").filter((id) => isUuid(id))
     if (decisions.length > 0) {
       put("decision", yield* sql<{ id: string; label: string | null }>`
         SELECT x.* FROM unnest(${decisions}::uuid[]) AS q(id) CROSS JOIN LATERAL (
@@ -121,7 +121,7 @@ const edgesAmong = (nodes: ReadonlyArray<GraphNode>, edgeTypes: ReadonlyArray<Ed
     const add = (type: EdgeType, source: string, target: string, weight: number) => {
       if (keys.has(source) && keys.has(target)) edges.push({ type, source, target, weight, label: edgeLabel(type, weight) })
     }
-    const sessions = ids("session").filter((id) => UUID.test(id))
+    const sessions = ids("session").filter((id) => isUuid(id))
     if (edgeTypes.includes("ran") && sessions.length > 0) {
       for (const row of yield* sql<{ agent_id: string; session_id: string; n: number }>`
         SELECT x.* FROM unnest(${sessions}::uuid[]) AS q(id) CROSS JOIN LATERAL (
@@ -129,7 +129,7 @@ const edgesAmong = (nodes: ReadonlyArray<GraphNode>, edgeTypes: ReadonlyArray<Ed
         add("ran", key("agent", row.agent_id), key("session", row.session_id), row.n)
       }
     }
-    const decisions = ids("decision").filter((id) => UUID.test(id))
+    const decisions = ids("decision").filter((id) => isUuid(id))
     if (edgeTypes.includes("contains") && decisions.length > 0) {
       for (const row of yield* sql<{ ledger_id: string; session_id: string }>`
         SELECT x.* FROM unnest(${decisions}::uuid[]) AS q(id) CROSS JOIN LATERAL (
@@ -170,7 +170,7 @@ export const traverse = (traversal: Traversal) =>
   Effect.gen(function*() {
     const sql = yield* ScopedSql
     // a session merged into another starts the walk at the survivor
-    const t = traversal.type === "session" && UUID.test(traversal.id)
+    const t = traversal.type === "session" && isUuid(traversal.id)
       ? { ...traversal, id: (yield* sql<{ id: string }>`SELECT ${currentSessionId(sql, traversal.id)}::text AS id`)[0]!.id }
       : traversal
     if (!(yield* exists(t.type, t.id))) {

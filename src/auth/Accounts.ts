@@ -9,6 +9,7 @@
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import * as Crypto from "node:crypto"
 import { BadRequest, type DatabaseUnavailable, NotFound } from "../domain/errors.ts"
+import { isUuid } from "../domain/identifiers.ts"
 import type { MemberRole } from "../domain/principal.ts"
 import { ScopedSql, TenantSql } from "../store/TenantSql.ts"
 import { Credentials, hashToken, type MemberIds } from "./Credentials.ts"
@@ -281,7 +282,8 @@ export class Accounts extends Context.Service<Accounts, {
 
       /** A change to a member that must leave the workspace with an admin who is a full member. */
       const changeMember = (workspace: Workspace, userId: string, change: (sql: ScopedSql["Service"]) => Effect.Effect<unknown, unknown>) =>
-        tenantSql.control(Effect.gen(function*() {
+        // a user id is a uuid: other text names no member (and text with NUL could not even be sent to Postgres)
+        !isUuid(userId) ? Effect.fail(new NotFound({ message: "no such member" })) : tenantSql.control(Effect.gen(function*() {
           const sql = yield* ScopedSql
           const target = yield* sql<{ admin: boolean }>`SELECT admin FROM memberships
             WHERE workspace_id = ${workspace.workspace_id} AND tenant_id = ${workspace.tenant_id} AND user_id::text = ${userId} FOR UPDATE`

@@ -18,3 +18,8 @@ const withoutControlCharacters = Schema.makeFilter((value: string) => !CONTROL_C
 
 /** An identifier a caller chooses (agent, execution, model): 1 to MAX_ID_LENGTH characters, none a control character. */
 export const CallerIdentifier = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(MAX_ID_LENGTH), withoutControlCharacters)
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+/** A uuid as the ledger's own ids are written (any case): text that is not one names nothing the ledger stores. */
+export const isUuid = (text: string): boolean => UUID.test(text)

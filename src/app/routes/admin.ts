@@ -12,6 +12,7 @@ import { csrfValid, sameOrigin, type SignedIn } from "../../auth/browser.ts"
 import { type AppContext, frameUser, messagePage, readForm, requireMember } from "../context.ts"
 import { pageResponse } from "../html.ts"
 import { keysPage, membersPage, pipelinePage } from "../pages/admin.ts"
+import { isUuid } from "../../domain/identifiers.ts"
 
 type Message = { readonly text: string; readonly tone: "ok" | "bad" }
 
@@ -74,7 +75,7 @@ export const adminHandlers = (context: AppContext, pipeline: PipelineStatus["Ser
         const form = yield* checked(request, signed)
         if (form === undefined) return refused(signed)
         const tokenId = form.get("token_id") ?? ""
-        const revoked = /^[0-9a-f-]{36}$/i.test(tokenId)
+        const revoked = isUuid(tokenId)
           ? yield* credentials.revokeIn(workspaceOf(signed), tokenId, signed.member.admin ? undefined : signed.member.principal.user_id)
           : false
         if (revoked) yield* Effect.logInfo("app key revoked").pipe(Effect.annotateLogs({ token_id: tokenId, by: signed.member.principal.user_id }))
