@@ -9,6 +9,7 @@ import { serveApi } from "../src/api/ApiServer.ts"
 import { FirstRunLive } from "../src/ops/FirstRun.ts"
 import { Health, OpsRoutes } from "../src/ops/Health.ts"
 import { BuilderThread } from "../src/ops/BuilderThread.ts"
+import { gatewayWorkers } from "../src/ops/GatewayWorkers.ts"
 import { PipelineMetrics } from "../src/ops/PipelineMetrics.ts"
 import { ProcessMetrics } from "../src/ops/ProcessMetrics.ts"
 import { ApiRoutesLive } from "./Api.ts"
@@ -41,11 +42,18 @@ const builderBeside = Layer.unwrap(LedgerConfig.useSync((config): Layer.Layer<ne
   Option.isSome(config.databaseUrl) && Option.isSome(config.redisUrl) ? BuilderThread.layer : BuilderLive
 ))
 
-export const serveLayer = (roles: ReadonlySet<Role>) =>
+/** The gateway on this thread, or in worker threads sharing its port (`--gateway-workers`, LEDGER_GATEWAY_WORKERS). */
+const gatewayRole = (workers: number | undefined) =>
+  Layer.unwrap(LedgerConfig.useSync((config): Layer.Layer<never, Error, Layer.Success<typeof CoreLive>> => {
+    const count = workers ?? config.gatewayWorkers
+    return count > 1 ? gatewayWorkers(count) : GatewayLive
+  }))
+
+export const serveLayer = (roles: ReadonlySet<Role>, options: { readonly gatewayWorkers?: number } = {}) =>
   Layer.mergeAll(
     // every process answers the ops routes on the API port; the API role adds REST and MCP
     serveApi(roles.has("api") ? ApiRoutesLive : OpsRoutes),
-    roles.has("gateway") ? GatewayLive : Layer.empty,
+    roles.has("gateway") ? gatewayRole(options.gatewayWorkers) : Layer.empty,
     !roles.has("builder") ? Layer.empty : roles.has("gateway") || roles.has("api") ? builderBeside : BuilderLive,
     roles.has("api") || roles.has("gateway") ? FirstRunLive : Layer.empty
   ).pipe(Layer.provide(CoreLive))

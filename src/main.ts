@@ -13,7 +13,7 @@ import { CaptureStream } from "./capture/CaptureStream.ts"
 import { deadLetterIdentity, PipelineStatus, renderDeadLetters, renderReport } from "./ops/Status.ts"
 import { AppSessions } from "./auth/AppSessions.ts"
 import { Credentials } from "./auth/Credentials.ts"
-import { LedgerConfig } from "./config/LedgerConfig.ts"
+import { checkedGatewayWorkers, LedgerConfig } from "./config/LedgerConfig.ts"
 import { checkpoint, contentPolicy, verify } from "./integrity/command.ts"
 import { erase } from "./integrity/eraseCommand.ts"
 import { exportDecisions } from "./integrity/exportCommand.ts"
@@ -27,16 +27,24 @@ const serve = Command.make(
     roles: Flag.String("roles").pipe(
       Flag.withDescription(`comma-separated roles to run (${ROLES.join(", ")}); all by default`),
       Flag.withDefault(ROLES.join(","))
+    ),
+    gatewayWorkers: Flag.Int("gateway-workers").pipe(
+      Flag.withDescription("gateway worker threads sharing the gateway port (LEDGER_GATEWAY_WORKERS; default 1: the main thread)"),
+      Flag.optional
     )
   },
-  Effect.fn(function*({ roles }) {
+  Effect.fn(function*({ roles, gatewayWorkers }) {
     const picked = new Set(roles.split(",").map((role) => role.trim()).filter((role) => role.length > 0))
     const unknown = [...picked].filter((role) => !(ROLES as ReadonlyArray<string>).includes(role))
     if (unknown.length > 0 || picked.size === 0) {
       return yield* Effect.fail(new Error(`--roles: unknown role(s) ${unknown.join(", ")}; expected ${ROLES.join(", ")}`))
     }
     // runs until interrupted (SIGINT/SIGTERM): servers stop accepting, in-flight requests finish, fibers stop
-    return yield* Layer.launch(serveLayer(picked as ReadonlySet<Role>))
+    const workers = yield* Option.match(gatewayWorkers, {
+      onNone: () => Effect.succeed(undefined),
+      onSome: (count) => Effect.try({ try: () => checkedGatewayWorkers(count, "--gateway-workers"), catch: (error) => error as Error })
+    })
+    return yield* Layer.launch(serveLayer(picked as ReadonlySet<Role>, { gatewayWorkers: workers }))
   })
 ).pipe(Command.withDescription("run the service (gateway, builder and API; embedded database and stream by default)"))
 

@@ -19,12 +19,13 @@
  * On Redis, what is published is also kept until the builders have committed it, and published again if Redis
  * comes back without it (Republisher).
  */
-import { Cause, Clock, Context, Duration, Effect, Exit, Fiber, Layer, Metric, Option, Queue } from "effect"
+import { Cause, Clock, Context, Duration, Effect, Exit, Fiber, Layer, Metric, Option, Queue, type Scope } from "effect"
 import { LedgerConfig } from "../config/LedgerConfig.ts"
 import { type BatchId, batchIds, CaptureStream } from "./CaptureStream.ts"
 import { makeRepublisher, RECONCILE_MS } from "./Republisher.ts"
 import { backoff, steppedBackoff, supervise } from "../supervision/supervise.ts"
-import { Spool, spoolDir, type SpoolStats } from "./Spool.ts"
+import { adoptSpool, orphanSpoolDirs } from "./adoptSpools.ts"
+import { Spool, type SpoolStats, workerSpoolDir } from "./Spool.ts"
 
 /** Text held in memory by the queue, in UTF-16 code units (captures carry whole request and response bodies). */
 const QUEUE_MAX_BYTES = 64 * 1024 * 1024
@@ -61,6 +62,255 @@ const alreadyPublished = Metric.counter("ledger_capture_batches_already_publishe
 const spooled = Metric.counter("ledger_capture_spooled_total", { description: "captures written to the spool", incremental: true })
 const lost = Metric.counter("ledger_capture_lost_total", { description: "captures neither published nor spooled (the spool could not be written)", incremental: true })
 
+const make = (worker: { readonly index: number; readonly count: number }) =>
+  Effect.gen(function*(): Effect.fn.Return<CapturePublisher["Service"], never, LedgerConfig | CaptureStream | Scope.Scope> {
+    const config = yield* LedgerConfig
+    const stream = yield* CaptureStream
+    const context = yield* Effect.context<never>()
+    const batchSize = Math.max(1, config.captureBatchSize)
+    const dir = workerSpoolDir(config.dataDir, worker.index)
+    const limits = { maxEntries: batchSize * 4, maxBytes: SPOOL_BATCH_MAX_BYTES }
+    const spool = Spool.open(dir, limits)
+    for (const orphan of orphanSpoolDirs(config.dataDir, worker.index, worker.count)) {
+      const moved = adoptSpool(orphan, spool, limits)
+      yield* Effect.logInfo("took over the capture spool of a gateway worker that no longer runs", { dir: orphan, captures: moved })
+    }
+    /** ids of the batches this publisher takes from the queue, in the order it publishes them */
+    const nextBatchId = batchIds()
+    if (spool.droppedTornBytes > 0) {
+      yield* Effect.logWarning("capture spool ended in a partly written entry (a crash while spooling); dropped it", {
+        bytes: spool.droppedTornBytes
+      })
+    }
+    if (!spool.isEmpty) yield* Effect.logInfo("capture spool holds captures from a previous run; replaying", spool.stats)
+    // the in-process stream dies with the process: there is nothing to publish again to
+    const republisher = stream.backend === "redis"
+      ? yield* makeRepublisher(stream, spool, dir, config.captureRetainBytes, context)
+      : undefined
+    /** epoch ms of the next check of what the republisher keeps */
+    let reconcileAt = 0
+
+    const queue = yield* Queue.bounded<string, Cause.Done>(Math.max(1, config.captureQueueCapacity))
+    let queuedBytes = 0
+    /** captures accepted by the queue and not yet published or spooled */
+    let pending = 0
+    const replayBackoff = yield* steppedBackoff(REPLAY_BACKOFF)
+    /** the stream refuses publishes (since the last success) */
+    let failing = false
+    /** epoch ms before which the spool is not replayed (backoff after a failure) */
+    let replayNotBefore = 0
+    /** shutdown has begun: finish the queue, stop replaying */
+    let ending = false
+    /** the publisher has stopped: offers go straight to the spool */
+    let closed = false
+
+    const log = (effect: Effect.Effect<void>) => Effect.runForkWith(context)(effect)
+
+    /**
+     * Appends to the spool, under the batch id it was published with if it was; a spool that cannot be written
+     * loses the captures, loudly.
+     */
+    const spill = (payloads: ReadonlyArray<string>, published?: BatchId) => {
+      try {
+        if (published === undefined) spool.append(payloads)
+        else spool.appendPublished(published, payloads)
+        spooled.updateUnsafe(payloads.length, context)
+      } catch (cause) {
+        lost.updateUnsafe(payloads.length, context)
+        log(Effect.logError("captures lost: the spool could not be written", { count: payloads.length, path: spool.path, cause: String(cause) }))
+      }
+    }
+
+    const offer = (payload: string) => {
+      if (!closed && queuedBytes + payload.length <= QUEUE_MAX_BYTES && Queue.offerUnsafe(queue, payload)) {
+        queuedBytes += payload.length
+        pending++
+        return
+      }
+      spill([payload])
+    }
+
+    const taken = (batch: Array<string>) => {
+      for (const payload of batch) queuedBytes -= payload.length
+      return batch
+    }
+
+    /**
+     * Empties a batch once it is in the stream or the spool. A finished step's closures (which hold the batch)
+     * stay reachable until the next GC — seen with --trace-gc-nvp, the exact holder inside the fiber's bookkeeping
+     * not pinned down — so under load every capture survived a young-generation GC and was promoted: 3.3 MB per
+     * scavenge at 16k calls/s, 0.2 MB with this; ~4 % of the gateway's CPU per call (bench/RESULTS.md, "Gateway").
+     */
+    const release = (batch: Array<string>) => {
+      batch.length = 0
+    }
+
+    /** A batch taken from the queue goes to the spool. */
+    const spillTaken = (batch: Array<string>, published?: BatchId) => {
+      spill(batch, published)
+      pending -= batch.length
+      release(batch)
+    }
+
+    const publishFailed = (cause: Cause.Cause<unknown>, count: number) =>
+      Effect.gen(function*() {
+        publishFailures.updateUnsafe(1, context)
+        // one warning per outage, not one per retry
+        if (!failing) {
+          failing = true
+          const error = Cause.squash(cause)
+          yield* Effect.logWarning("capture stream unavailable; spooling captures", {
+            error: error instanceof Error ? error.message : String(error),
+            count
+          })
+        }
+        replayNotBefore = (yield* Clock.currentTimeMillis) + (yield* replayBackoff.next)
+      })
+
+    const publishSucceeded = Effect.suspend(() => {
+      failing = false
+      return replayBackoff.reset
+    })
+
+    /**
+     * Publishes a batch taken from the queue, or spools it (behind what is already spooled, keeping order). A
+     * failed publish is spooled under its id: it is replayed before this publisher publishes another batch.
+     */
+    const publishBatch = (batch: Array<string>) => {
+      if (!spool.isEmpty) return Effect.sync(() => spillTaken(batch))
+      const id = nextBatchId()
+      let kept = false
+      return Effect.gen(function*() {
+        const exit = yield* Effect.exit(stream.publish(batch, id))
+        kept = true
+        const count = batch.length
+        if (Exit.isSuccess(exit)) {
+          if (republisher !== undefined) yield* republisher.published(id, exit.value, batch)
+          pending -= count
+          published.updateUnsafe(count, context)
+          yield* publishSucceeded
+          release(batch)
+          return
+        }
+        spillTaken(batch, id)
+        yield* publishFailed(exit.cause, count)
+      }).pipe(
+        // interrupted mid-publish (shutdown past its deadline): keep the batch, under its id (it may have landed)
+        Effect.onInterrupt(() => Effect.sync(() => kept || spillTaken(batch, id)))
+      )
+    }
+
+    /** Publishes the oldest spooled batch, under its id; on success the spool moves past it. */
+    const replay = Effect.gen(function*() {
+      const batch = spool.read()
+      if (batch === undefined) return
+      const exit = yield* Effect.exit(stream.publish(batch.payloads, batch.batch))
+      if (Exit.isFailure(exit)) return yield* publishFailed(exit.cause, batch.payloads.length)
+      spool.commit(batch.end, batch.payloads.length)
+      if (republisher !== undefined) yield* republisher.published(batch.batch, exit.value, batch.payloads)
+      if (exit.value.ids.length > 0) published.updateUnsafe(batch.payloads.length, context)
+      else {
+        alreadyPublished.updateUnsafe(1, context)
+        yield* Effect.logInfo("spooled capture batch was already in the stream (its publish landed, the reply was lost); not appended again", {
+          captures: batch.payloads.length
+        })
+      }
+      yield* publishSucceeded
+      if (spool.isEmpty) yield* Effect.logInfo("capture spool replayed")
+    })
+
+    /** Up to `max` captures from the queue: waits for one when `wait`, else takes what is there. */
+    const nextBatch = (wait: boolean, max = batchSize) =>
+      wait || Queue.sizeUnsafe(queue) > 0
+        ? Effect.map(Queue.takeBetween(queue, 1, max), taken)
+        : Effect.succeed<Array<string>>([])
+
+    /**
+     * Waits for a first capture — while the republisher keeps anything, no longer than its next check — then
+     * lingers briefly for more unless the batch is full already.
+     */
+    const collect = Effect.gen(function*() {
+      const first = republisher === undefined || republisher.idle
+        ? yield* nextBatch(true)
+        : yield* nextBatch(true).pipe(
+          Effect.timeoutOption(Math.max(0, reconcileAt - (yield* Clock.currentTimeMillis))),
+          Effect.map(Option.getOrElse((): Array<string> => []))
+        )
+      if (first.length === 0 || first.length >= batchSize || ending) return first
+      yield* Effect.sleep(LINGER_MS).pipe(Effect.onInterrupt(() => Effect.sync(() => spillTaken(first))))
+      const more = yield* nextBatch(false, batchSize - first.length)
+      // one array per batch, so that releasing it lets go of every capture in it
+      for (const payload of more) first.push(payload)
+      release(more)
+      return first
+    })
+
+    /** Checks what the republisher keeps against the stream, once a RECONCILE_MS. */
+    const reconcile = Effect.gen(function*() {
+      if (republisher === undefined || republisher.idle) return
+      const now = yield* Clock.currentTimeMillis
+      if (now < reconcileAt) return
+      reconcileAt = now + RECONCILE_MS
+      yield* republisher.reconcile
+    })
+
+    /** One round; fails with Done once shutdown has begun and the queue is empty. */
+    const step = Effect.gen(function*() {
+      yield* reconcile
+      if (spool.isEmpty) {
+        const batch = yield* collect
+        return batch.length === 0 ? undefined : yield* publishBatch(batch)
+      }
+      // recovering: move the queue behind the spool, replay when the backoff allows
+      const batch = yield* nextBatch(false)
+      if (batch.length > 0) spillTaken(batch)
+      if (ending) return Queue.sizeUnsafe(queue) === 0 ? yield* Cause.done() : undefined
+      const now = yield* Clock.currentTimeMillis
+      if (now >= replayNotBefore) yield* replay
+      else if (batch.length === 0) yield* Effect.sleep(Math.min(RECOVERY_POLL_MS, replayNotBefore - now))
+    })
+
+    // Runs until shutdown has drained the queue (Done); a defect starts it again after a pause.
+    const fiber = yield* supervise(
+      "capture publisher",
+      step.pipe(
+        Effect.forever,
+        Effect.catchCause((cause) => Cause.hasFails(cause) && Cause.isDone(Cause.squash(cause)) ? Effect.void : Effect.failCause(cause))
+      )
+    )
+
+    const registrations = [
+      Metric.registerUnsafe(queueDepth, context, { get: () => ({ value: Queue.sizeUnsafe(queue) }), update: () => {}, modify: () => {} }),
+      Metric.registerUnsafe(spoolEntries, context, { get: () => ({ value: spool.stats.entries }), update: () => {}, modify: () => {} }),
+      Metric.registerUnsafe(spoolBytes, context, { get: () => ({ value: spool.stats.bytes }), update: () => {}, modify: () => {} })
+    ]
+
+    yield* Effect.addFinalizer(() =>
+      Effect.gen(function*() {
+        ending = true
+        yield* Queue.end(queue)
+        const drained = yield* Fiber.join(fiber).pipe(Effect.timeoutOption(DRAIN_TIMEOUT))
+        if (Option.isNone(drained)) yield* Fiber.interrupt(fiber)
+        // from here on, offers (a request finishing late) go straight to the spool
+        closed = true
+        const left = taken(yield* Queue.clear(queue))
+        if (left.length > 0) spillTaken(left)
+        for (const registration of registrations) registration.remove()
+        const remaining = spool.stats
+        if (remaining.entries > 0) yield* Effect.logInfo("capture spool kept for the next start", remaining)
+        spool.close()
+        republisher?.close()
+      })
+    )
+
+    const stats = Effect.sync((): PublisherStats => ({ queued: Queue.sizeUnsafe(queue), spool: spool.stats }))
+    const settled = Effect.gen(function*() {
+      while (pending > 0 || !spool.isEmpty) yield* Effect.sleep(10)
+    })
+
+    return CapturePublisher.of({ offer, stats, settled })
+  })
+
 export class CapturePublisher extends Context.Service<CapturePublisher, {
   /** Hands one capture (JSON text, no raw newline) to the publisher; never waits, never drops silently. */
   offer(payload: string): void
@@ -68,248 +318,14 @@ export class CapturePublisher extends Context.Service<CapturePublisher, {
   /** Waits until everything offered so far is in the stream: queue empty, nothing in flight, spool replayed. */
   readonly settled: Effect.Effect<void>
 }>()("ledger/capture/CapturePublisher") {
-  static readonly layer: Layer.Layer<CapturePublisher, never, LedgerConfig | CaptureStream> = Layer.effect(
-    CapturePublisher,
-    Effect.gen(function*() {
-      const config = yield* LedgerConfig
-      const stream = yield* CaptureStream
-      const context = yield* Effect.context<never>()
-      const batchSize = Math.max(1, config.captureBatchSize)
-      const spool = Spool.open(spoolDir(config.dataDir), { maxEntries: batchSize * 4, maxBytes: SPOOL_BATCH_MAX_BYTES })
-      /** ids of the batches this publisher takes from the queue, in the order it publishes them */
-      const nextBatchId = batchIds()
-      if (spool.droppedTornBytes > 0) {
-        yield* Effect.logWarning("capture spool ended in a partly written entry (a crash while spooling); dropped it", {
-          bytes: spool.droppedTornBytes
-        })
-      }
-      if (!spool.isEmpty) yield* Effect.logInfo("capture spool holds captures from a previous run; replaying", spool.stats)
-      // the in-process stream dies with the process: there is nothing to publish again to
-      const republisher = stream.backend === "redis"
-        ? yield* makeRepublisher(stream, spool, spoolDir(config.dataDir), config.captureRetainBytes, context)
-        : undefined
-      /** epoch ms of the next check of what the republisher keeps */
-      let reconcileAt = 0
+  /**
+   * The publisher of gateway worker `index` of `count`: its own spool directory (workerSpoolDir), and the spools of
+   * workers that no longer run handed to it (adoptSpools).
+   */
+  static layerFor(worker: { readonly index: number; readonly count: number }): Layer.Layer<CapturePublisher, never, LedgerConfig | CaptureStream> {
+    return Layer.effect(CapturePublisher, make(worker))
+  }
 
-      const queue = yield* Queue.bounded<string, Cause.Done>(Math.max(1, config.captureQueueCapacity))
-      let queuedBytes = 0
-      /** captures accepted by the queue and not yet published or spooled */
-      let pending = 0
-      const replayBackoff = yield* steppedBackoff(REPLAY_BACKOFF)
-      /** the stream refuses publishes (since the last success) */
-      let failing = false
-      /** epoch ms before which the spool is not replayed (backoff after a failure) */
-      let replayNotBefore = 0
-      /** shutdown has begun: finish the queue, stop replaying */
-      let ending = false
-      /** the publisher has stopped: offers go straight to the spool */
-      let closed = false
-
-      const log = (effect: Effect.Effect<void>) => Effect.runForkWith(context)(effect)
-
-      /**
-       * Appends to the spool, under the batch id it was published with if it was; a spool that cannot be written
-       * loses the captures, loudly.
-       */
-      const spill = (payloads: ReadonlyArray<string>, published?: BatchId) => {
-        try {
-          if (published === undefined) spool.append(payloads)
-          else spool.appendPublished(published, payloads)
-          spooled.updateUnsafe(payloads.length, context)
-        } catch (cause) {
-          lost.updateUnsafe(payloads.length, context)
-          log(Effect.logError("captures lost: the spool could not be written", { count: payloads.length, path: spool.path, cause: String(cause) }))
-        }
-      }
-
-      const offer = (payload: string) => {
-        if (!closed && queuedBytes + payload.length <= QUEUE_MAX_BYTES && Queue.offerUnsafe(queue, payload)) {
-          queuedBytes += payload.length
-          pending++
-          return
-        }
-        spill([payload])
-      }
-
-      const taken = (batch: Array<string>) => {
-        for (const payload of batch) queuedBytes -= payload.length
-        return batch
-      }
-
-      /**
-       * Empties a batch once it is in the stream or the spool. A finished step's closures (which hold the batch)
-       * stay reachable until the next GC — seen with --trace-gc-nvp, the exact holder inside the fiber's bookkeeping
-       * not pinned down — so under load every capture survived a young-generation GC and was promoted: 3.3 MB per
-       * scavenge at 16k calls/s, 0.2 MB with this; ~4 % of the gateway's CPU per call (bench/RESULTS.md, "Gateway").
-       */
-      const release = (batch: Array<string>) => {
-        batch.length = 0
-      }
-
-      /** A batch taken from the queue goes to the spool. */
-      const spillTaken = (batch: Array<string>, published?: BatchId) => {
-        spill(batch, published)
-        pending -= batch.length
-        release(batch)
-      }
-
-      const publishFailed = (cause: Cause.Cause<unknown>, count: number) =>
-        Effect.gen(function*() {
-          publishFailures.updateUnsafe(1, context)
-          // one warning per outage, not one per retry
-          if (!failing) {
-            failing = true
-            const error = Cause.squash(cause)
-            yield* Effect.logWarning("capture stream unavailable; spooling captures", {
-              error: error instanceof Error ? error.message : String(error),
-              count
-            })
-          }
-          replayNotBefore = (yield* Clock.currentTimeMillis) + (yield* replayBackoff.next)
-        })
-
-      const publishSucceeded = Effect.suspend(() => {
-        failing = false
-        return replayBackoff.reset
-      })
-
-      /**
-       * Publishes a batch taken from the queue, or spools it (behind what is already spooled, keeping order). A
-       * failed publish is spooled under its id: it is replayed before this publisher publishes another batch.
-       */
-      const publishBatch = (batch: Array<string>) => {
-        if (!spool.isEmpty) return Effect.sync(() => spillTaken(batch))
-        const id = nextBatchId()
-        let kept = false
-        return Effect.gen(function*() {
-          const exit = yield* Effect.exit(stream.publish(batch, id))
-          kept = true
-          const count = batch.length
-          if (Exit.isSuccess(exit)) {
-            if (republisher !== undefined) yield* republisher.published(id, exit.value, batch)
-            pending -= count
-            published.updateUnsafe(count, context)
-            yield* publishSucceeded
-            release(batch)
-            return
-          }
-          spillTaken(batch, id)
-          yield* publishFailed(exit.cause, count)
-        }).pipe(
-          // interrupted mid-publish (shutdown past its deadline): keep the batch, under its id (it may have landed)
-          Effect.onInterrupt(() => Effect.sync(() => kept || spillTaken(batch, id)))
-        )
-      }
-
-      /** Publishes the oldest spooled batch, under its id; on success the spool moves past it. */
-      const replay = Effect.gen(function*() {
-        const batch = spool.read()
-        if (batch === undefined) return
-        const exit = yield* Effect.exit(stream.publish(batch.payloads, batch.batch))
-        if (Exit.isFailure(exit)) return yield* publishFailed(exit.cause, batch.payloads.length)
-        spool.commit(batch.end, batch.payloads.length)
-        if (republisher !== undefined) yield* republisher.published(batch.batch, exit.value, batch.payloads)
-        if (exit.value.ids.length > 0) published.updateUnsafe(batch.payloads.length, context)
-        else {
-          alreadyPublished.updateUnsafe(1, context)
-          yield* Effect.logInfo("spooled capture batch was already in the stream (its publish landed, the reply was lost); not appended again", {
-            captures: batch.payloads.length
-          })
-        }
-        yield* publishSucceeded
-        if (spool.isEmpty) yield* Effect.logInfo("capture spool replayed")
-      })
-
-      /** Up to `max` captures from the queue: waits for one when `wait`, else takes what is there. */
-      const nextBatch = (wait: boolean, max = batchSize) =>
-        wait || Queue.sizeUnsafe(queue) > 0
-          ? Effect.map(Queue.takeBetween(queue, 1, max), taken)
-          : Effect.succeed<Array<string>>([])
-
-      /**
-       * Waits for a first capture — while the republisher keeps anything, no longer than its next check — then
-       * lingers briefly for more unless the batch is full already.
-       */
-      const collect = Effect.gen(function*() {
-        const first = republisher === undefined || republisher.idle
-          ? yield* nextBatch(true)
-          : yield* nextBatch(true).pipe(
-            Effect.timeoutOption(Math.max(0, reconcileAt - (yield* Clock.currentTimeMillis))),
-            Effect.map(Option.getOrElse((): Array<string> => []))
-          )
-        if (first.length === 0 || first.length >= batchSize || ending) return first
-        yield* Effect.sleep(LINGER_MS).pipe(Effect.onInterrupt(() => Effect.sync(() => spillTaken(first))))
-        const more = yield* nextBatch(false, batchSize - first.length)
-        // one array per batch, so that releasing it lets go of every capture in it
-        for (const payload of more) first.push(payload)
-        release(more)
-        return first
-      })
-
-      /** Checks what the republisher keeps against the stream, once a RECONCILE_MS. */
-      const reconcile = Effect.gen(function*() {
-        if (republisher === undefined || republisher.idle) return
-        const now = yield* Clock.currentTimeMillis
-        if (now < reconcileAt) return
-        reconcileAt = now + RECONCILE_MS
-        yield* republisher.reconcile
-      })
-
-      /** One round; fails with Done once shutdown has begun and the queue is empty. */
-      const step = Effect.gen(function*() {
-        yield* reconcile
-        if (spool.isEmpty) {
-          const batch = yield* collect
-          return batch.length === 0 ? undefined : yield* publishBatch(batch)
-        }
-        // recovering: move the queue behind the spool, replay when the backoff allows
-        const batch = yield* nextBatch(false)
-        if (batch.length > 0) spillTaken(batch)
-        if (ending) return Queue.sizeUnsafe(queue) === 0 ? yield* Cause.done() : undefined
-        const now = yield* Clock.currentTimeMillis
-        if (now >= replayNotBefore) yield* replay
-        else if (batch.length === 0) yield* Effect.sleep(Math.min(RECOVERY_POLL_MS, replayNotBefore - now))
-      })
-
-      // Runs until shutdown has drained the queue (Done); a defect starts it again after a pause.
-      const fiber = yield* supervise(
-        "capture publisher",
-        step.pipe(
-          Effect.forever,
-          Effect.catchCause((cause) => Cause.hasFails(cause) && Cause.isDone(Cause.squash(cause)) ? Effect.void : Effect.failCause(cause))
-        )
-      )
-
-      const registrations = [
-        Metric.registerUnsafe(queueDepth, context, { get: () => ({ value: Queue.sizeUnsafe(queue) }), update: () => {}, modify: () => {} }),
-        Metric.registerUnsafe(spoolEntries, context, { get: () => ({ value: spool.stats.entries }), update: () => {}, modify: () => {} }),
-        Metric.registerUnsafe(spoolBytes, context, { get: () => ({ value: spool.stats.bytes }), update: () => {}, modify: () => {} })
-      ]
-
-      yield* Effect.addFinalizer(() =>
-        Effect.gen(function*() {
-          ending = true
-          yield* Queue.end(queue)
-          const drained = yield* Fiber.join(fiber).pipe(Effect.timeoutOption(DRAIN_TIMEOUT))
-          if (Option.isNone(drained)) yield* Fiber.interrupt(fiber)
-          // from here on, offers (a request finishing late) go straight to the spool
-          closed = true
-          const left = taken(yield* Queue.clear(queue))
-          if (left.length > 0) spillTaken(left)
-          for (const registration of registrations) registration.remove()
-          const remaining = spool.stats
-          if (remaining.entries > 0) yield* Effect.logInfo("capture spool kept for the next start", remaining)
-          spool.close()
-          republisher?.close()
-        })
-      )
-
-      const stats = Effect.sync((): PublisherStats => ({ queued: Queue.sizeUnsafe(queue), spool: spool.stats }))
-      const settled = Effect.gen(function*() {
-        while (pending > 0 || !spool.isEmpty) yield* Effect.sleep(10)
-      })
-
-      return CapturePublisher.of({ offer, stats, settled })
-    })
-  )
+  /** The publisher of a single gateway (gateway worker 0 of 1). */
+  static readonly layer = CapturePublisher.layerFor({ index: 0, count: 1 })
 }

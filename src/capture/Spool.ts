@@ -36,6 +36,32 @@ const EMPTY = Buffer.alloc(0)
 
 export const spoolDir = (dataDir: string) => Path.join(dataDir, "spool")
 
+const WORKER_DIR = /^worker-(\d{1,4})$/
+
+/**
+ * The spool directory of gateway worker `index` (`ledger serve --gateway-workers N`): worker 0 keeps a single
+ * gateway's, `<dataDir>/spool`; worker i its own `<dataDir>/spool/worker-<i>` (one process, one thread per spool).
+ */
+export const workerSpoolDir = (dataDir: string, index: number) =>
+  index === 0 ? spoolDir(dataDir) : Path.join(spoolDir(dataDir), `worker-${index}`)
+
+/** The workers' spool directories present under `dataDir`, by worker index (0 included when it exists). */
+export const workerSpoolDirs = (dataDir: string): ReadonlyMap<number, string> => {
+  const dirs = new Map<number, string>()
+  let names: Array<string>
+  try {
+    names = Fs.readdirSync(spoolDir(dataDir))
+  } catch {
+    return dirs
+  }
+  dirs.set(0, spoolDir(dataDir))
+  for (const name of names) {
+    const match = WORKER_DIR.exec(name)
+    if (match !== null && Number(match[1]) > 0) dirs.set(Number(match[1]), Path.join(spoolDir(dataDir), name))
+  }
+  return dirs
+}
+
 export interface SpoolStats {
   /** captures waiting to be replayed */
   readonly entries: number
@@ -103,11 +129,21 @@ const countLines = (fd: number, from: number, to: number): number => {
 }
 
 /**
- * What is waiting in a spool directory, read from the files (for `ledger status` in another process).
- * Zero when the directory does not exist.
+ * What is waiting in the spools of a data directory (every gateway worker's), read from the files (for `ledger
+ * status` in another process). Zero when there are none.
  */
 export const readSpoolStats = (dataDir: string): SpoolStats => {
-  const dir = spoolDir(dataDir)
+  let entries = 0
+  let bytes = 0
+  for (const dir of workerSpoolDirs(dataDir).values()) {
+    const stats = readDirStats(dir)
+    entries += stats.entries
+    bytes += stats.bytes
+  }
+  return { entries, bytes }
+}
+
+const readDirStats = (dir: string): SpoolStats => {
   let fd: number
   try {
     fd = Fs.openSync(Path.join(dir, FILE), "r")
@@ -262,6 +298,11 @@ export class Spool {
     this.lines = Math.max(0, this.lines - entries)
     if (this.cursor >= this.size) this.reset()
     else this.writeCursor()
+  }
+
+  /** Flushes what was appended to disk. */
+  sync(): void {
+    if (this.fd >= 0) Fs.fsyncSync(this.fd)
   }
 
   /** Flushes to disk and closes; a later append reopens the file. */

@@ -15,6 +15,11 @@ export interface LedgerSettings {
   readonly host: string
   readonly apiPort: number
   readonly gatewayPort: number
+  /**
+   * gateway worker threads sharing the gateway port (`SO_REUSEPORT`; the kernel spreads connections over them), each
+   * with its own event loop, provider pools, capture publisher and spool; 1 runs the gateway on the main thread
+   */
+  readonly gatewayWorkers: number
   readonly publicUrl: string
   /**
    * the gateway as callers reach it (LEDGER_GATEWAY_URL, which `ledger watch` also reads), for the app's setup
@@ -190,6 +195,17 @@ const parseUpstreams = (raw: string): ReadonlyArray<Upstream> =>
 
 const trimSlash = (url: string) => url.replace(/\/+$/, "")
 
+/** The most gateway workers: more threads than cores only add switching. */
+export const MAX_GATEWAY_WORKERS = 64
+
+/** A number of gateway workers, or the reason it is not one (`source` names the setting). */
+export const checkedGatewayWorkers = (workers: number, source: string): number => {
+  if (!Number.isInteger(workers) || workers < 1 || workers > MAX_GATEWAY_WORKERS) {
+    throw new Error(`${source} must be a whole number from 1 to ${MAX_GATEWAY_WORKERS}, not ${workers}`)
+  }
+  return workers
+}
+
 export const LOOPBACK_HOSTS = new Set(["127.0.0.1", "[::1]", "localhost"])
 
 const parseOidc = (
@@ -227,6 +243,7 @@ export const settingsConfig: Config.Config<LedgerSettings> = Config.all({
   host: Config.String("LEDGER_HOST").pipe(Config.withDefault("127.0.0.1")),
   apiPort: Config.Port("LEDGER_API_PORT").pipe(Config.withDefault(8080)),
   gatewayPort: Config.Port("LEDGER_GATEWAY_PORT").pipe(Config.withDefault(4000)),
+  gatewayWorkers: Config.Int("LEDGER_GATEWAY_WORKERS").pipe(Config.withDefault(1)),
   publicUrl: Config.option(Config.String("LEDGER_PUBLIC_URL")),
   gatewayUrl: Config.option(Config.String("LEDGER_GATEWAY_URL")),
   dataDir: Config.String("LEDGER_DATA_DIR").pipe(Config.withDefault("./.ledger")),
@@ -282,6 +299,7 @@ export const settingsConfig: Config.Config<LedgerSettings> = Config.all({
     host: c.host,
     apiPort: c.apiPort,
     gatewayPort: c.gatewayPort,
+    gatewayWorkers: checkedGatewayWorkers(c.gatewayWorkers, "LEDGER_GATEWAY_WORKERS"),
     publicUrl: trimSlash(Option.getOrElse(c.publicUrl, () => `http://${c.host}:${c.apiPort}`)),
     gatewayUrl: Option.map(c.gatewayUrl, trimSlash),
     dataDir: Path.resolve(c.dataDir),

@@ -50,11 +50,20 @@ export class GatewayRoutes extends Context.Service<GatewayRoutes, {
   readonly upgrades: ReadonlyMap<string, UpgradeHandler>
 }>()("ledger/gateway/GatewayRoutes") {}
 
+/**
+ * Which gateway worker this is (`ledger serve --gateway-workers N`): workers listen on the same port with
+ * `SO_REUSEPORT`, and the kernel spreads connections over them. A single gateway is worker 0 of 1.
+ */
+export const GatewayWorker = Context.Reference<{ readonly index: number; readonly count: number }>("ledger/gateway/GatewayWorker", {
+  defaultValue: () => ({ index: 0, count: 1 })
+})
+
 export class GatewayServer extends Context.Service<GatewayServer, { readonly port: number }>()("ledger/gateway/GatewayServer") {
   static readonly layer = Layer.effect(
     GatewayServer,
     Effect.gen(function*() {
       const config = yield* LedgerConfig
+      const worker = yield* GatewayWorker
       const health = yield* Health
       const { routes, upgrades } = yield* GatewayRoutes
       const context = yield* Effect.context<never>()
@@ -115,7 +124,7 @@ export class GatewayServer extends Context.Service<GatewayServer, { readonly por
       yield* Effect.acquireRelease(
         Effect.callback<void, Error>((resume) => {
           server.once("error", (error) => resume(Effect.fail(error)))
-          server.listen(config.gatewayPort, config.host, () => resume(Effect.void))
+          server.listen({ port: config.gatewayPort, host: config.host, reusePort: worker.count > 1 }, () => resume(Effect.void))
         }),
         () =>
           Effect.callback<void>((resume) => {
@@ -134,7 +143,7 @@ export class GatewayServer extends Context.Service<GatewayServer, { readonly por
           })
       ).pipe(Effect.orDie)
       const port = (server.address() as AddressInfo).port
-      yield* Effect.logInfo(`gateway listening on http://${config.host}:${port}`)
+      yield* Effect.logInfo(`gateway listening on http://${config.host}:${port}`, worker.count > 1 ? { worker: worker.index } : {})
       return GatewayServer.of({ port })
     })
   )

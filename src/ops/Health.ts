@@ -17,6 +17,37 @@ export interface Readiness {
 
 const PROBE_TIMEOUT = Duration.seconds(2)
 
+const make = (processMetrics?: Effect.Effect<string>) =>
+  Effect.gen(function*() {
+    const tenantSql = yield* TenantSql
+    const stream = yield* CaptureStream
+    const probe = (effect: Effect.Effect<unknown, unknown>) =>
+      effect.pipe(
+        Effect.timeout(PROBE_TIMEOUT),
+        Effect.as("ok" as const),
+        Effect.catchCause(() => Effect.succeed("unavailable" as const))
+      )
+    const readiness = Effect.gen(function*() {
+      const [database, streamState] = yield* Effect.all([probe(tenantSql.control(ScopedSql.use((sql) => sql`SELECT 1`))), probe(stream.stats)], {
+        concurrency: 2
+      })
+      return { ready: database === "ok" && streamState === "ok", database, stream: streamState }
+    }).pipe(Effect.withSpan("Health.readiness"))
+    const sources = new Set<Effect.Effect<string>>()
+    const metrics = Effect.gen(function*() {
+      const own = yield* PrometheusMetrics.format()
+      if (sources.size === 0) return own
+      // a thread that does not answer in time is left out of this scrape
+      const others = yield* Effect.forEach(sources, (source) => source.pipe(Effect.timeout(PROBE_TIMEOUT), Effect.orElseSucceed(() => "")), {
+        concurrency: "unbounded"
+      })
+      return mergeExpositions([own, ...others])
+    })
+    const addSource = (source: Effect.Effect<string>) =>
+      Effect.acquireRelease(Effect.sync(() => sources.add(source)), () => Effect.sync(() => sources.delete(source))).pipe(Effect.asVoid)
+    return Health.of({ readiness, metrics: processMetrics ?? metrics, addSource })
+  })
+
 export class Health extends Context.Service<Health, {
   readonly readiness: Effect.Effect<Readiness>
   /** Prometheus exposition text of every metric in the process: this thread's and those of its role threads. */
@@ -24,38 +55,13 @@ export class Health extends Context.Service<Health, {
   /** Adds another thread's metrics (its exposition) to `metrics` while the scope lasts. */
   addSource(source: Effect.Effect<string>): Effect.Effect<void, never, Scope.Scope>
 }>()("ledger/ops/Health") {
-  static readonly layer = Layer.effect(
-    Health,
-    Effect.gen(function*() {
-      const tenantSql = yield* TenantSql
-      const stream = yield* CaptureStream
-      const probe = (effect: Effect.Effect<unknown, unknown>) =>
-        effect.pipe(
-          Effect.timeout(PROBE_TIMEOUT),
-          Effect.as("ok" as const),
-          Effect.catchCause(() => Effect.succeed("unavailable" as const))
-        )
-      const readiness = Effect.gen(function*() {
-        const [database, streamState] = yield* Effect.all([probe(tenantSql.control(ScopedSql.use((sql) => sql`SELECT 1`))), probe(stream.stats)], {
-          concurrency: 2
-        })
-        return { ready: database === "ok" && streamState === "ok", database, stream: streamState }
-      }).pipe(Effect.withSpan("Health.readiness"))
-      const sources = new Set<Effect.Effect<string>>()
-      const metrics = Effect.gen(function*() {
-        const own = yield* PrometheusMetrics.format()
-        if (sources.size === 0) return own
-        // a thread that does not answer in time is left out of this scrape
-        const others = yield* Effect.forEach(sources, (source) => source.pipe(Effect.timeout(PROBE_TIMEOUT), Effect.orElseSucceed(() => "")), {
-          concurrency: "unbounded"
-        })
-        return mergeExpositions([own, ...others])
-      })
-      const addSource = (source: Effect.Effect<string>) =>
-        Effect.acquireRelease(Effect.sync(() => sources.add(source)), () => Effect.sync(() => sources.delete(source))).pipe(Effect.asVoid)
-      return Health.of({ readiness, metrics, addSource })
-    })
-  )
+  static readonly layer = Layer.effect(Health, make())
+
+  /**
+   * The Health of a role thread whose `/metrics` answers with the whole process's metrics, which `processMetrics`
+   * asks the main thread for (a gateway worker's gateway port).
+   */
+  static readonly layerInThread = (processMetrics: Effect.Effect<string>) => Layer.effect(Health, make(processMetrics))
 }
 
 /** `/healthz`, `/readyz`, `/metrics` as router routes (the API server). */

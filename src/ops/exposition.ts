@@ -29,3 +29,10 @@ export const mergeExpositions = (texts: ReadonlyArray<string>): string => {
   for (const { header, samples } of families.values()) merged += [...header, ...samples.values()].join("\n") + "\n"
   return merged
 }
+
+/** Adds a label to every sample of an exposition (series of several threads kept apart, e.g. `gateway_worker`). */
+export const withLabel = (text: string, name: string, value: string): string => {
+  const label = `${name}="${value.replace(/["\\\n]/g, "\\$&")}"`
+  return text.replace(/^([a-zA-Z_:][\w:]*)(\{)?/gm, (_match, metric: string, brace: string | undefined) =>
+    brace === undefined ? `${metric}{${label}}` : `${metric}{${label},`)
+}

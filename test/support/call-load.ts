@@ -11,6 +11,7 @@
 import { PgClient } from "@effect/sql-pg"
 import { assert } from "@effect/vitest"
 import { Effect, Fiber, Redacted } from "effect"
+import { Agent, fetch as undiciFetch } from "undici"
 
 export interface CallLoad {
   /** ledger ids of the calls answered in full, in the order they finished */
@@ -21,7 +22,16 @@ export interface CallLoad {
   readonly stop: Effect.Effect<void>
 }
 
-export const callLoad = (gatewayUrl: string, gatewayKey: string, options: { readonly concurrency: number; readonly agentId?: string }) =>
+export const callLoad = (
+  gatewayUrl: string,
+  gatewayKey: string,
+  options: {
+    readonly concurrency: number
+    readonly agentId?: string
+    /** each call on a connection of its own (gateway workers sharing a port: the kernel picks one per connection) */
+    readonly connectionPerCall?: boolean
+  }
+) =>
   Effect.gen(function*() {
     const answered: Array<string> = []
     const failures: Array<string> = []
@@ -29,8 +39,11 @@ export const callLoad = (gatewayUrl: string, gatewayKey: string, options: { read
     let next = 0
     const call = async (n: number) => {
       const stream = n % 4 === 0
+      const dispatcher = options.connectionPerCall === true ? new Agent() : undefined
       try {
-        const res = await fetch(`${gatewayUrl}/v1/chat/completions?agent_id=${options.agentId ?? "agent-load"}&execution_id=load`, {
+        // the dispatcher must come with the fetch of its own undici
+        const send = (dispatcher === undefined ? fetch : (url: string, init: RequestInit) => undiciFetch(url, { ...init, dispatcher } as never)) as typeof fetch
+        const res = await send(`${gatewayUrl}/v1/chat/completions?agent_id=${options.agentId ?? "agent-load"}&execution_id=load`, {
           method: "POST",
           headers: { authorization: `Bearer ${gatewayKey}`, "content-type": "application/json", "x-service-provider-api-key": "sk-load" },
           body: JSON.stringify({
@@ -45,6 +58,8 @@ export const callLoad = (gatewayUrl: string, gatewayKey: string, options: { read
         else failures.push(`${n}: ${res.status} ${text.slice(0, 200)}`)
       } catch (error) {
         failures.push(`${n}: ${String(error)}`)
+      } finally {
+        await dispatcher?.close()
       }
     }
     const worker = Effect.promise(async () => {

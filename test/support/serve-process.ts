@@ -24,6 +24,7 @@ export interface ServeProcess {
   readonly gatewayKey: string
   readonly pat: string
   readonly streamKey: string
+  readonly dataDir: string
   /** what it wrote to stdout and stderr so far */
   readonly output: () => string
   /** the process's /metrics (API port) */
@@ -46,14 +47,27 @@ const answers = async (url: string) => {
   }
 }
 
-export const serveProcess = (options: { readonly databaseUrl: string; readonly redisUrl: string; readonly env?: Record<string, string> }) =>
+/** A data directory for `serveProcess`, removed with the scope (pass it to several processes to share one). */
+export const serveDataDir = Effect.acquireRelease(
+  Effect.sync(() => Fs.mkdtempSync(Path.join(Os.tmpdir(), "ledger-serve-"))),
+  (dir) => Effect.sync(() => Fs.rmSync(dir, { recursive: true, force: true }))
+)
+
+export const serveProcess = (options: {
+  readonly databaseUrl: string
+  readonly redisUrl: string
+  readonly env?: Record<string, string>
+  /** more arguments of `ledger serve` */
+  readonly args?: ReadonlyArray<string>
+  /** the data directory (default: one of its own) */
+  readonly dataDir?: string
+  /** the stream key (default: one of its own) */
+  readonly streamKey?: string
+}) =>
   Effect.gen(function*() {
     const fake = yield* Effect.acquireRelease(Effect.promise(() => startFakeProviders({ record: false })), (fake) => Effect.promise(() => fake.close()))
-    const streamKey = `${yield* testKeyPrefix("serve")}captures`
-    const dataDir = yield* Effect.acquireRelease(
-      Effect.sync(() => Fs.mkdtempSync(Path.join(Os.tmpdir(), "ledger-serve-"))),
-      (dir) => Effect.sync(() => Fs.rmSync(dir, { recursive: true, force: true }))
-    )
+    const streamKey = options.streamKey ?? `${yield* testKeyPrefix("serve")}captures`
+    const dataDir = options.dataDir ?? (yield* serveDataDir)
     const env: Record<string, string> = {
       DATABASE_URL: options.databaseUrl,
       REDIS_URL: options.redisUrl,
@@ -72,7 +86,7 @@ export const serveProcess = (options: { readonly databaseUrl: string; readonly r
 
     return yield* Effect.acquireRelease(
       spawnOnFreePorts(2, async ([apiPort, gatewayPort]) => {
-        const child = ChildProcess.spawn(process.execPath, [LEDGER, "serve"], {
+        const child = ChildProcess.spawn(process.execPath, [LEDGER, "serve", ...(options.args ?? [])], {
           cwd: ROOT,
           env: { ...process.env, ...env, LEDGER_API_PORT: String(apiPort), LEDGER_GATEWAY_PORT: String(gatewayPort) },
           stdio: ["ignore", "pipe", "pipe"]
@@ -99,6 +113,7 @@ export const serveProcess = (options: { readonly databaseUrl: string; readonly r
           gatewayKey: boot.gateway_key,
           pat: boot.pat,
           streamKey,
+          dataDir,
           output: () => output,
           metrics: Effect.promise(async () => (await fetch(`${apiUrl}/metrics`)).text()),
           kill: (signal) =>

@@ -8,6 +8,7 @@ export const testSettings = (overrides: Partial<LedgerSettings> = {}): LedgerSet
   host: "127.0.0.1",
   apiPort: 8080,
   gatewayPort: 4000,
+  gatewayWorkers: 1,
   publicUrl: "http://127.0.0.1:8080",
   gatewayUrl: Option.none(),
   dataDir: Path.join(Os.tmpdir(), "ledger-test"),
