@@ -2,7 +2,7 @@
  * What the gateway benchmarks share: child processes (fake provider, bare proxy, gateways), autocannon runs with
  * per-request times, and CPU time read from Linux /proc.
  */
-import { type ChildProcess, spawn } from "node:child_process"
+import { type ChildProcess, execFileSync, spawn } from "node:child_process"
 import * as Fs from "node:fs"
 import { createRequire } from "node:module"
 import * as Net from "node:net"
@@ -201,12 +201,26 @@ export const startGateway = async (options: {
   readonly dataDir: string
   readonly fakeUrl: string
   readonly env: NodeJS.ProcessEnv
+  /** gateway worker threads (`--gateway-workers`); more than 1 needs `databaseUrl` */
+  readonly workers?: number
+  /** an external database (bootstrapped here) instead of the embedded one */
+  readonly databaseUrl?: string
 }): Promise<GatewayProcess> => {
   const port = await freePort()
-  // no DATABASE_URL: the embedded database, whose first start writes the gateway key to credentials.json
+  // without a database URL: the embedded database, whose first start writes the gateway key to credentials.json
   const { DATABASE_URL: _external, ...inherited } = process.env
-  const gateway = await startChild(["bin/ledger.js", "serve", "--roles", "gateway"], {
+  const database = options.databaseUrl === undefined ? {} : { DATABASE_URL: options.databaseUrl }
+  const bootstrapped = options.databaseUrl === undefined ? undefined : JSON.parse(
+    execFileSync(process.execPath, ["bin/ledger.js", "admin", "bootstrap", "--tenant", "bench", "--workspace", "bench", "--email", "bench@bench.test", "--json"], {
+      cwd: options.root ?? ROOT,
+      env: { ...inherited, ...database, ...options.env, LEDGER_LOG_LEVEL: "warn" },
+      encoding: "utf8"
+    })
+  ) as { gateway_key: string }
+  const workers = (options.workers ?? 1) > 1 ? ["--gateway-workers", String(options.workers)] : []
+  const gateway = await startChild(["bin/ledger.js", "serve", "--roles", "gateway", ...workers], {
     ...inherited,
+    ...database,
     LEDGER_GATEWAY_PORT: String(port),
     LEDGER_API_PORT: String(await freePort()),
     LEDGER_DATA_DIR: options.dataDir,
@@ -220,6 +234,6 @@ export const startGateway = async (options: {
   }, /ledger:/, options.root)
   const url = `http://127.0.0.1:${port}`
   await waitFor(`${url}/healthz`)
-  const { gateway_key: key } = JSON.parse(Fs.readFileSync(Path.join(options.dataDir, "credentials.json"), "utf8"))
+  const { gateway_key: key } = bootstrapped ?? JSON.parse(Fs.readFileSync(Path.join(options.dataDir, "credentials.json"), "utf8"))
   return { child: gateway.child, url, key, stderr: gateway.stderr }
 }

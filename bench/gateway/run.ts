@@ -4,7 +4,7 @@
  * Responses API (a bare model, to OpenAI) and Anthropic Messages (a bare model, to Anthropic), each passed through.
  *
  *   npx node bench/gateway/run.ts [--rounds 5] [--duration 5] [--slices 5] [--warmup 10] [--connections 1,32] [--stream]
- *                                 [--routes chat,responses,messages]
+ *                                 [--routes chat,responses,messages] [--gateway-workers N]
  *
  * Four processes: the fake provider (child), the gateway as shipped (`ledger serve --roles gateway` as a child,
  * embedded database, REDIS_URL or the local Redis, a stream key of its own), a bare Node proxy (bare-proxy.ts: what
@@ -30,7 +30,9 @@
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
+import { Effect } from "effect"
 import { createClient } from "redis"
+import { benchDatabase } from "../reads/seed.ts"
 import {
   mainThreadCpu,
   type Measured,
@@ -55,6 +57,8 @@ const CONNECTIONS = option("connections", "1,32").split(",").map(Number)
 const ROUTES = option("routes", "chat").split(",").map((route) => route.trim())
 const STREAM = process.argv.includes("--stream")
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379"
+/** `ledger serve --gateway-workers N` for the gateway under test (over a database of the benchmark's own) */
+const GATEWAY_WORKERS = Number(option("gateway-workers", "1"))
 
 const main = async () => {
   const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "ledger-bench-gateway-"))
@@ -65,7 +69,9 @@ const main = async () => {
     const fakeUrl = JSON.parse(fake.line).url as string
     const bare = await startChild(["bench/gateway/bare-proxy.ts", fakeUrl], process.env)
     const bareUrl = JSON.parse(bare.line).url as string
-    const gateway = await startGateway({ dataDir, fakeUrl, env: { LEDGER_STREAM_KEY: streamKey, REDIS_URL } })
+    // gateway workers share no embedded database: a database of the benchmark's own (recreated each run)
+    const databaseUrl = GATEWAY_WORKERS > 1 ? await Effect.runPromise(benchDatabase("ledger_bench_gateway", true)) : undefined
+    const gateway = await startGateway({ dataDir, fakeUrl, env: { LEDGER_STREAM_KEY: streamKey, REDIS_URL }, workers: GATEWAY_WORKERS, databaseUrl })
     const gatewayUrl = gateway.url
     const gatewayKey = gateway.key
 
@@ -192,7 +198,9 @@ const main = async () => {
     clearInterval(trimmer)
 
     const metrics = await (await fetch(`${gatewayUrl}/metrics`)).text()
-    const metric = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, "m").exec(metrics)?.[1] ?? NaN)
+    // summed over the series (gateway workers label theirs)
+    const metric = (name: string) =>
+      [...metrics.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, "gm"))].reduce((sum, match) => sum + Number(match[1]), 0)
     const published = metric("ledger_capture_published_total")
     const spooled = metric("ledger_capture_spooled_total") || 0
     const gatewayRequests = rows.reduce((sum, row) => sum + row.gateway.requests, 0)
@@ -211,7 +219,7 @@ const main = async () => {
         : { median: median(values), text: `${fmt(median(values), digits)} (rounds ${values.map((v) => fmt(v, digits)).join(", ")})` }
     }
     const lines = [
-      `Gateway benchmark (${STREAM ? "streamed" : "non-streamed"}: ${ROUTES.join(", ")}; ${ROUNDS} rounds of ${DURATION_S} s per target in ${SLICES} interleaved slices, after ${WARMUP_S} s warm-up)`,
+      `Gateway benchmark (${GATEWAY_WORKERS > 1 ? `gateway with ${GATEWAY_WORKERS} workers; ` : ""}${STREAM ? "streamed" : "non-streamed"}: ${ROUTES.join(", ")}; ${ROUNDS} rounds of ${DURATION_S} s per target in ${SLICES} interleaved slices, after ${WARMUP_S} s warm-up)`,
       `node ${process.version}, ${Os.cpus().length} CPUs (${Os.cpus()[0]?.model ?? "?"})`,
       "",
       "| route | connections | round | direct req/s | bare proxy req/s (ratio, added mean ms) | gateway req/s | ratio | direct mean / p50 ms | gateway mean / p50 / p99 ms | added mean / p50 ms | errors | load avg (1/5/15 min) |",

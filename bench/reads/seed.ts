@@ -41,6 +41,11 @@ export interface ReadsLedgerOptions {
   /** the newest decision's time, epoch ms (default now) */
   readonly now?: number
   readonly onProgress?: (inserted: number, total: number) => void
+  /**
+   * Runs `run` once the ledger holds at least `decisions` decisions, before seeding on (the API process of the grow
+   * benchmark starts there): the seeded workspaces are ready, with their members' tokens.
+   */
+  readonly pauseAt?: { readonly decisions: number; readonly run: (workspaces: ReadonlyArray<SeededWorkspace>) => Effect.Effect<void> }
 }
 
 export interface SeededWorkspace {
@@ -162,6 +167,7 @@ export const seedReadsLedger = (options: ReadsLedgerOptions = {}) =>
         })
       }
     }
+    const seededWorkspaces = () => workspaces.map(({ members: _members, weight: _weight, ...rest }) => rest)
     const variants = makeVariants(r)
     const agentWeights = Array.from({ length: AGENTS_PER_WORKSPACE }, (_, i) => 1 / (i + 1))
     const agentTotal = agentWeights.reduce((a, b) => a + b, 0)
@@ -222,16 +228,19 @@ export const seedReadsLedger = (options: ReadsLedgerOptions = {}) =>
     yield* Stream.fromIterable(batches(), { chunkSize: 1 }).pipe(
       Stream.mapEffect((batch) => insertDecisions(batch), { concurrency: options.concurrency ?? 2 }),
       Stream.runForEach((count) =>
-        Effect.sync(() => {
+        Effect.gen(function*() {
+          const before = inserted
           inserted += count
           options.onProgress?.(inserted, total)
+          const pause = options.pauseAt
+          if (pause !== undefined && before < pause.decisions && inserted >= pause.decisions) yield* pause.run(seededWorkspaces())
         })
       )
     )
     return {
       decisions: inserted,
       sessions,
-      workspaces: workspaces.map(({ members: _members, weight: _weight, ...rest }) => rest),
+      workspaces: seededWorkspaces(),
       elapsedMs: Math.round(performance.now() - started)
     } satisfies SeededLedger
   })
