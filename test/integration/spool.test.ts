@@ -8,7 +8,9 @@ import { Effect } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { type BatchId, batchIds } from "../../src/capture/CaptureStream.ts"
-import { readSpoolStats, Spool, type SpoolBatch, spoolDir, type SpoolLimits } from "../../src/capture/Spool.ts"
+import { adoptSpool, orphanSpoolDirs } from "../../src/capture/adoptSpools.ts"
+import { Retention } from "../../src/capture/Retention.ts"
+import { readSpoolStats, Spool, type SpoolBatch, spoolDir, type SpoolLimits, workerSpoolDir } from "../../src/capture/Spool.ts"
 import { tempDir } from "../support/stack.ts"
 
 const entry = (n: number, size = 20) => JSON.stringify({ n, pad: "x".repeat(size) })
@@ -188,5 +190,44 @@ describe("Spool", () => {
       spool.append([entry(9)])
       assert.strictEqual(readSpoolStats(dataDir).entries, 1)
       spool.close()
+    }))
+
+  it.effect("gateway workers: a spool directory each; the spools of workers gone move, ids and all, to worker j mod count", () =>
+    Effect.gen(function*() {
+      const dataDir = yield* tempDir
+      assert.strictEqual(workerSpoolDir(dataDir, 0), spoolDir(dataDir))
+      const published = batchIds()
+      const batches = new Map<number, BatchId>()
+      for (const worker of [0, 1, 2, 3, 4]) {
+        const spool = Spool.open(workerSpoolDir(dataDir, worker), LIMITS)
+        const batch = published()
+        batches.set(worker, batch)
+        spool.appendPublished(batch, [entry(worker * 10), entry(worker * 10 + 1)])
+        spool.close()
+      }
+      // what `ledger status` reads covers every worker's spool
+      assert.strictEqual(readSpoolStats(dataDir).entries, 10)
+      // retention (published, not committed) of worker 3 goes too
+      const retention = Retention.open(workerSpoolDir(dataDir, 3), 1_000_000)
+      const retained = published()
+      retention.add(retained, "1-0", [entry(99)])
+      retention.close()
+
+      // two workers now: worker 0 takes 2 and 4, worker 1 takes 3
+      assert.deepStrictEqual(orphanSpoolDirs(dataDir, 0, 2), [workerSpoolDir(dataDir, 2), workerSpoolDir(dataDir, 4)])
+      assert.deepStrictEqual(orphanSpoolDirs(dataDir, 1, 2), [workerSpoolDir(dataDir, 3)])
+      const one = Spool.open(workerSpoolDir(dataDir, 1), LIMITS)
+      assert.strictEqual(adoptSpool(workerSpoolDir(dataDir, 3), one, LIMITS), 3)
+      assert.isFalse(Fs.existsSync(workerSpoolDir(dataDir, 3)))
+      const replayed = [take(one), take(one), take(one)]
+      sameId(replayed[0]!.batch, batches.get(1)!)
+      // the retained batch first (it was published before anything still spooled), then the spooled one
+      sameId(replayed[1]!.batch, retained)
+      assert.deepStrictEqual(replayed[1]!.payloads, [entry(99)])
+      sameId(replayed[2]!.batch, batches.get(3)!)
+      assert.deepStrictEqual(numbers(replayed[2]), [30, 31])
+      assert.isTrue(one.isEmpty)
+      one.close()
+      assert.strictEqual(readSpoolStats(dataDir).entries, 6, "workers 0, 2 and 4 left")
     }))
 })
