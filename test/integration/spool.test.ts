@@ -1,7 +1,8 @@
 /**
  * The capture spool on a real file: order, batches (their ids, limits, and that a batch never changes once handed
  * out), lines longer than a read, the replay cursor and the batch ids surviving a reopen, a torn last line, and
- * the figures `ledger status` reads from another process.
+ * the figures `ledger status` reads from another process, and the spools of gateway workers (those of workers gone are
+ * taken over).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
