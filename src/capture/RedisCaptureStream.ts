@@ -15,7 +15,7 @@
  * window.
  */
 import { Clock, Effect, Layer, Option, Redacted } from "effect"
-import { type CommandParser, createClient, defineScript } from "redis"
+import { type CommandParser, createClient, createCluster, defineScript } from "redis"
 import { LedgerConfig } from "../config/LedgerConfig.ts"
 import {
   type BatchId,
@@ -135,6 +135,26 @@ const makeClient = (url: string) =>
 
 type Client = ReturnType<typeof makeClient>
 
+/**
+ * A Redis Cluster client over the given start nodes, with the same per-node settings. It answers the commands this
+ * stream sends as a single client does, each routed to the node of its key (every key of the stream shares one hash
+ * slot: `clusterKey`), so the stream types it as one.
+ */
+const makeCluster = (urls: ReadonlyArray<string>) =>
+  createCluster({
+    rootNodes: urls.map((url) => ({ url })),
+    scripts: { publishBatch, readProgress, pruneConsumers },
+    defaults: { disableOfflineQueue: true, socket: { connectTimeout: CONNECT_TIMEOUT_MS, reconnectStrategy: reconnectDelay } },
+    commandOptions: { timeout: COMMAND_TIMEOUT_MS }
+  }) as unknown as Client
+
+/**
+ * The stream key on a cluster: scripts and MULTI touch the stream, its dead letters and the producers' records
+ * together, so they must hash to one slot — a key without a hash tag is wrapped in one (`{ledger:captures}`), and the
+ * others are named after it.
+ */
+export const clusterKey = (key: string) => /\{[^}]+\}/.test(key) ? key : `{${key}}`
+
 /** An entry as node-redis returns it (its XREADGROUP typing leaves messages untyped). */
 interface StreamMessage {
   readonly id: string
@@ -174,11 +194,12 @@ export const layer: Layer.Layer<CaptureStream, StreamUnavailable, LedgerConfig> 
   CaptureStream,
   Effect.gen(function*() {
     const settings = yield* LedgerConfig
-    const url = yield* Option.match(settings.redisUrl, {
+    const cluster = settings.redisCluster.map(Redacted.value)
+    const url = cluster.length > 0 ? "" : yield* Option.match(settings.redisUrl, {
       onNone: () => Effect.fail(new StreamUnavailable({ message: "REDIS_URL is not set" })),
       onSome: (url) => Effect.succeed(Redacted.value(url))
     })
-    const key = settings.streamKey
+    const key = cluster.length > 0 ? clusterKey(settings.streamKey) : settings.streamKey
     const group = settings.streamGroup
     const deadKey = `${key}:dead`
     const context = yield* Effect.context<never>()
@@ -197,22 +218,30 @@ export const layer: Layer.Layer<CaptureStream, StreamUnavailable, LedgerConfig> 
           down = true
           runFork(Effect.logWarning("Redis unreachable", { connection: name, error: error.message }))
         })
-        client.on("ready", () => {
+        // a cluster client is ready once it knows the slots ("connect"); its nodes' clients reconnect on their own
+        const ready = cluster.length > 0 ? "connect" : "ready"
+        client.on(ready, () => {
           if (!down) return
           down = false
           runFork(Effect.logInfo("Redis connection restored", { connection: name }))
         })
         const settled = () => {
-          client.off("ready", settled)
+          client.off(ready, settled)
           client.off("error", settled)
           resume(Effect.void)
         }
-        client.on("ready", settled)
+        client.on(ready, settled)
         client.on("error", settled)
-        // Rejects only when the client is closed; until then it retries with reconnectDelay.
-        client.connect().catch(() => undefined)
+        // A single client's connect rejects only when it is closed; until then it retries with reconnectDelay. A
+        // cluster's rejects when no start node answers: it is tried again until one does.
+        let attempts = 0
+        const connect = (): void =>
+          void client.connect().catch(() => {
+            if (cluster.length > 0 && !closed) setTimeout(connect, reconnectDelay(attempts++)).unref()
+          })
+        connect()
         return Effect.sync(() => {
-          client.off("ready", settled)
+          client.off(ready, settled)
           client.off("error", settled)
         })
       }).pipe(Effect.timeoutOption(CONNECT_TIMEOUT_MS), Effect.asVoid)
@@ -224,14 +253,17 @@ export const layer: Layer.Layer<CaptureStream, StreamUnavailable, LedgerConfig> 
         Effect.ignore
       )
 
+    let closed = false
     const client = yield* Effect.acquireRelease(
       Effect.try({
-        try: () => makeClient(url),
+        try: () => cluster.length > 0 ? makeCluster(cluster) : makeClient(url),
         // The parse error would quote the URL, password included: report without it.
-        catch: () => new StreamUnavailable({ message: "REDIS_URL is not a valid Redis URL" })
+        catch: () => new StreamUnavailable({ message: cluster.length > 0 ? "LEDGER_REDIS_CLUSTER is not a list of valid Redis URLs" : "REDIS_URL is not a valid Redis URL" })
       }),
       close
     )
+    // (finalizers run last first: no retry of a cluster's connect once closing begins)
+    yield* Effect.addFinalizer(() => Effect.sync(() => (closed = true)))
     yield* open(client, "main")
 
     const readers = new Map<string, Client>()

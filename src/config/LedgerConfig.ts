@@ -33,6 +33,11 @@ export interface LedgerSettings {
   readonly databaseReadUrl: Option.Option<Redacted.Redacted>
   /** unset → in-process capture stream */
   readonly redisUrl: Option.Option<Redacted.Redacted>
+  /**
+   * the nodes of a Redis Cluster to start from (LEDGER_REDIS_CLUSTER, comma-separated URLs); when set the capture
+   * stream runs on the cluster, and REDIS_URL defaults to its first node
+   */
+  readonly redisCluster: ReadonlyArray<Redacted.Redacted>
   readonly providers: {
     readonly openaiBaseUrl: string
     readonly azureBaseUrl: Option.Option<string>
@@ -195,6 +200,10 @@ const parseUpstreams = (raw: string): ReadonlyArray<Upstream> =>
 
 const trimSlash = (url: string) => url.replace(/\/+$/, "")
 
+/** The node URLs of LEDGER_REDIS_CLUSTER. */
+const clusterNodes = (list: string): ReadonlyArray<string> =>
+  list.split(",").map((url) => url.trim()).filter((url) => url.length > 0)
+
 /** The most gateway workers: more threads than cores only add switching. */
 export const MAX_GATEWAY_WORKERS = 64
 
@@ -250,6 +259,7 @@ export const settingsConfig: Config.Config<LedgerSettings> = Config.all({
   databaseUrl: Config.option(Config.Redacted("DATABASE_URL")),
   databaseReadUrl: Config.option(Config.Redacted("DATABASE_READ_URL")),
   redisUrl: Config.option(Config.Redacted("REDIS_URL")),
+  redisCluster: Config.String("LEDGER_REDIS_CLUSTER").pipe(Config.withDefault("")),
   openaiBaseUrl: Config.String("LEDGER_OPENAI_BASE_URL").pipe(Config.withDefault("https://api.openai.com/v1")),
   azureBaseUrl: Config.option(Config.String("LEDGER_AZURE_BASE_URL")),
   azureApiVersion: Config.String("LEDGER_AZURE_API_VERSION").pipe(Config.withDefault("2024-10-21")),
@@ -306,7 +316,8 @@ export const settingsConfig: Config.Config<LedgerSettings> = Config.all({
     databaseUrl: c.databaseUrl,
     // a replica of the embedded database cannot exist
     databaseReadUrl: Option.isSome(c.databaseUrl) ? c.databaseReadUrl : Option.none(),
-    redisUrl: c.redisUrl,
+    redisUrl: Option.orElse(c.redisUrl, () => Option.map(Option.fromNullishOr(clusterNodes(c.redisCluster)[0]), Redacted.make)),
+    redisCluster: clusterNodes(c.redisCluster).map((url) => Redacted.make(url)),
     providers: {
       openaiBaseUrl: trimSlash(c.openaiBaseUrl),
       azureBaseUrl: Option.map(c.azureBaseUrl, trimSlash),

@@ -197,6 +197,7 @@ const LEDGER = Path.join(ROOT, "bin/ledger.js")
 export const ledgerEnv = (settings: LedgerSettings, overrides: Record<string, string> = {}): Record<string, string> => ({
   ...Option.match(settings.databaseUrl, { onNone: () => ({}), onSome: (url) => ({ DATABASE_URL: Redacted.value(url) }) }),
   ...Option.match(settings.redisUrl, { onNone: () => ({}), onSome: (url) => ({ REDIS_URL: Redacted.value(url) }) }),
+  ...(settings.redisCluster.length === 0 ? {} : { LEDGER_REDIS_CLUSTER: settings.redisCluster.map(Redacted.value).join(",") }),
   LEDGER_STREAM_KEY: settings.streamKey,
   LEDGER_STREAM_GROUP: settings.streamGroup,
   LEDGER_LOG_LEVEL: "warn",

@@ -3,14 +3,16 @@
  * Redis and the in-process one run the same tests, each on a fresh stream. Redis-only: behaviour when Redis is
  * unreachable, and a publish whose reply is lost after Redis applied it.
  */
-import { assert, describe, it } from "@effect/vitest"
+import { afterAll, assert, describe, it } from "@effect/vitest"
 import { Context, Effect, Fiber, Layer, Option, Redacted, Schedule, type Scope } from "effect"
 import { TestClock } from "effect/testing"
+import * as Crypto from "node:crypto"
 import { batchIds, CaptureStream, type Published, type StreamEntry, type StreamUnavailable, TRIM_INTERVAL } from "../../src/capture/CaptureStream.ts"
 import * as MemoryCaptureStream from "../../src/capture/MemoryCaptureStream.ts"
 import * as RedisCaptureStream from "../../src/capture/RedisCaptureStream.ts"
 import { LedgerConfig } from "../../src/config/LedgerConfig.ts"
 import { redisAdmin, TEST_REDIS_URL, tcpProxy, testKeyPrefix } from "../support/redis.ts"
+import { type RedisCluster, startRedisCluster } from "../support/redis-cluster.ts"
 import { privateRedis } from "../support/redis-server.ts"
 import { testSettings } from "../support/settings.ts"
 
@@ -55,8 +57,9 @@ const payloadsOf = (entries: ReadonlyArray<StreamEntry>) => entries.map((entry) 
 /** ids for the publishes below that are not about idempotency */
 const nextBatch = batchIds()
 
-const contract = (backend: "redis" | "memory", fresh: FreshStream) =>
-  describe(`CaptureStream contract (${backend})`, () => {
+const contract = (name: "redis" | "redis cluster" | "memory", fresh: FreshStream) => {
+  const backend = name === "memory" ? "memory" : "redis"
+  return describe(`CaptureStream contract (${name})`, () => {
     const test = (name: string, body: Effect.Effect<void, StreamUnavailable, CaptureStream | Scope.Scope>) =>
       it.live(name, () => Effect.flatMap(fresh(name), (layer) => Effect.provide(body, layer, { local: true })))
 
@@ -342,9 +345,29 @@ const contract = (backend: "redis" | "memory", fresh: FreshStream) =>
           assert.strictEqual(length, 1, "p0 trimmed, p1 undelivered and kept")
         }).pipe(Effect.provide(layer, { local: true }))))
   })
+}
 
 contract("memory", freshMemory)
 contract("redis", freshRedis)
+
+// A three-node Redis Cluster of this file's own, started on first use: the stream's keys share one slot (a hash tag),
+// on whichever node owns it.
+let cluster: Promise<RedisCluster> | undefined
+afterAll(async () => {
+  await (await cluster)?.stop()
+})
+const freshCluster: FreshStream = (name) =>
+  Effect.gen(function*() {
+    const { urls } = yield* Effect.promise(() => (cluster ??= startRedisCluster()))
+    return RedisCaptureStream.layer.pipe(
+      Layer.provide(LedgerConfig.layerFrom(testSettings({
+        redisCluster: urls.map((url) => Redacted.make(url)),
+        streamKey: `capture-${name.replace(/[^a-z0-9]+/gi, "-")}-${Crypto.randomBytes(4).toString("hex")}`,
+        streamGroup: "builders"
+      })))
+    )
+  })
+contract("redis cluster", freshCluster)
 
 describe("RedisCaptureStream when Redis changes behind its back", () => {
   const redisStream = (name: string) =>

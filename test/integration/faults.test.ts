@@ -8,12 +8,15 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect, Fiber, Layer, Option, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
+import { createCluster } from "redis"
 import { CaptureStream } from "../../src/capture/CaptureStream.ts"
 import * as RedisCaptureStream from "../../src/capture/RedisCaptureStream.ts"
+import { clusterKey } from "../../src/capture/RedisCaptureStream.ts"
 import { LedgerConfig } from "../../src/config/LedgerConfig.ts"
 import type { CaptureIdentity } from "../../bench/ingest/captures.ts"
 import { pgProxy } from "../support/pg-proxy.ts"
 import { redisAdmin, TEST_REDIS_URL, testKeyPrefix } from "../support/redis.ts"
+import { startRedisCluster } from "../support/redis-cluster.ts"
 import { storeWithPoolLayer } from "../support/stack.ts"
 import {
   captureJson,
@@ -58,16 +61,38 @@ const storedIds = Effect.gen(function*() {
   return (yield* sql<{ ledger_id: string }>`SELECT ledger_id FROM decisions ORDER BY ledger_id`).map((row) => row.ledger_id)
 })
 
-const consumersOf = (pid: number) =>
-  Effect.gen(function*() {
-    const settings = yield* LedgerConfig
-    const redis = yield* redisAdmin
-    const summary = yield* Effect.promise(() => redis.xPending(settings.streamKey, settings.streamGroup))
-    return (summary.consumers ?? []).filter((consumer) => consumer.name.includes(`-${pid}-`)).reduce((sum, consumer) => sum + Number(consumer.deliveriesCounter), 0)
-  })
+/** The same on a three-node Redis Cluster of its own (LEDGER_REDIS_CLUSTER), started for the suite. */
+const clusterFaultStack = Layer.unwrap(Effect.map(
+  Effect.acquireRelease(Effect.promise(startRedisCluster), (cluster) => Effect.promise(cluster.stop)),
+  (cluster) =>
+    RedisCaptureStream.layer.pipe(Layer.provideMerge(storeWithPoolLayer("postgres", {
+      redisCluster: cluster.urls.map((url) => Redacted.make(url)),
+      streamKey: "faults:captures"
+    })))
+))
 
-describe("pipeline faults", () => {
-  layer(faultStack, { timeout: 180_000, excludeTestServices: true })("(a) a builder killed mid-batch", (it) => {
+/** A client of the stream's Redis (one server, or the cluster), to look at what the builders cannot tell. */
+const streamRedis = Effect.gen(function*() {
+  const settings = yield* LedgerConfig
+  if (settings.redisCluster.length === 0) return { redis: yield* redisAdmin, key: settings.streamKey }
+  const cluster = yield* Effect.acquireRelease(
+    Effect.promise(() => createCluster({ rootNodes: settings.redisCluster.map((url) => ({ url: Redacted.value(url) })) }).connect()),
+    (cluster) => Effect.sync(() => cluster.destroy())
+  )
+  // a cluster client answers the commands of one, routed by key
+  return { redis: cluster as unknown as Effect.Success<typeof redisAdmin>, key: clusterKey(settings.streamKey) }
+})
+
+const consumersOf = (pid: number) =>
+  Effect.scoped(Effect.gen(function*() {
+    const settings = yield* LedgerConfig
+    const { key, redis } = yield* streamRedis
+    const summary = yield* Effect.promise(() => redis.xPending(key, settings.streamGroup))
+    return (summary.consumers ?? []).filter((consumer) => consumer.name.includes(`-${pid}-`)).reduce((sum, consumer) => sum + Number(consumer.deliveriesCounter), 0)
+  }))
+
+const killedMidBatch = (stack: typeof faultStack, on: string) =>
+  layer(stack, { timeout: 180_000, excludeTestServices: true })(`(a) a builder killed mid-batch (${on})`, (it) => {
     it.effect("every capture becomes a decision exactly once, and rollups equal the recount", () =>
       Effect.gen(function*() {
         const settings = yield* LedgerConfig
@@ -96,6 +121,10 @@ describe("pipeline faults", () => {
         assert.isFalse(survivor.exited())
       }), 120_000)
   })
+
+describe("pipeline faults", () => {
+  killedMidBatch(faultStack, "one Redis")
+  killedMidBatch(clusterFaultStack, "a three-node Redis Cluster")
 
   layer(faultStack, { timeout: 180_000, excludeTestServices: true })("(b) PostgreSQL stopped under load", (it) => {
     it.effect("builders back off and resume; nothing is lost", () =>

@@ -15,6 +15,7 @@ export const testSettings = (overrides: Partial<LedgerSettings> = {}): LedgerSet
   databaseUrl: Option.none(),
   databaseReadUrl: Option.none(),
   redisUrl: Option.none(),
+  redisCluster: [],
   providers: {
     openaiBaseUrl: "https://api.openai.com/v1",
     azureBaseUrl: Option.none(),
