@@ -190,15 +190,40 @@ const call = <A>(client: Client, operation: string, run: () => Promise<A>, timeo
       : Effect.fail(new StreamUnavailable({ message: `Redis ${operation} failed: not connected` }))
   )
 
+/**
+ * Whether the Redis at `url` is a node of a cluster (`INFO cluster`), asked once at start. A Redis that does not
+ * answer within the connect timeout is taken for a standalone one: name the nodes in LEDGER_REDIS_CLUSTER to run on a
+ * cluster that may be down when the process starts.
+ */
+const isClusterNode = (url: string) =>
+  Effect.promise(async () => {
+    let probe: ReturnType<typeof createClient> | undefined
+    try {
+      probe = createClient({ url, socket: { connectTimeout: CONNECT_TIMEOUT_MS, reconnectStrategy: false } })
+      probe.on("error", () => {})
+      await probe.connect()
+      return /^cluster_enabled:1/m.test(await probe.info("cluster"))
+    } catch {
+      // unreachable, or not a valid URL (which opening the stream reports)
+      return false
+    } finally {
+      probe?.destroy()
+    }
+  })
+
 export const layer: Layer.Layer<CaptureStream, StreamUnavailable, LedgerConfig> = Layer.effect(
   CaptureStream,
   Effect.gen(function*() {
     const settings = yield* LedgerConfig
-    const cluster = settings.redisCluster.map(Redacted.value)
-    const url = cluster.length > 0 ? "" : yield* Option.match(settings.redisUrl, {
+    const configured = settings.redisCluster.map(Redacted.value)
+    const url = configured.length > 0 ? "" : yield* Option.match(settings.redisUrl, {
       onNone: () => Effect.fail(new StreamUnavailable({ message: "REDIS_URL is not set" })),
       onSome: (url) => Effect.succeed(Redacted.value(url))
     })
+    const cluster = configured.length > 0 ? configured : (yield* isClusterNode(url)) ? [url] : []
+    if (configured.length === 0 && cluster.length > 0) {
+      yield* Effect.logInfo("REDIS_URL names a node of a Redis Cluster: the capture stream runs on the cluster")
+    }
     const key = cluster.length > 0 ? clusterKey(settings.streamKey) : settings.streamKey
     const group = settings.streamGroup
     const deadKey = `${key}:dead`
@@ -258,7 +283,7 @@ export const layer: Layer.Layer<CaptureStream, StreamUnavailable, LedgerConfig> 
       Effect.try({
         try: () => cluster.length > 0 ? makeCluster(cluster) : makeClient(url),
         // The parse error would quote the URL, password included: report without it.
-        catch: () => new StreamUnavailable({ message: cluster.length > 0 ? "LEDGER_REDIS_CLUSTER is not a list of valid Redis URLs" : "REDIS_URL is not a valid Redis URL" })
+        catch: () => new StreamUnavailable({ message: configured.length > 0 ? "LEDGER_REDIS_CLUSTER is not a list of valid Redis nodes" : "REDIS_URL is not a valid Redis URL" })
       }),
       close
     )

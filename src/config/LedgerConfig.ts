@@ -34,8 +34,9 @@ export interface LedgerSettings {
   /** unset → in-process capture stream */
   readonly redisUrl: Option.Option<Redacted.Redacted>
   /**
-   * the nodes of a Redis Cluster to start from (LEDGER_REDIS_CLUSTER, comma-separated URLs); when set the capture
-   * stream runs on the cluster, and REDIS_URL defaults to its first node
+   * the nodes of a Redis Cluster to start from (LEDGER_REDIS_CLUSTER, `host:port,host:port` or URLs), as URLs; when
+   * set the capture stream runs on the cluster, and REDIS_URL defaults to its first node. A REDIS_URL naming a
+   * cluster node is found to be one at start.
    */
   readonly redisCluster: ReadonlyArray<Redacted.Redacted>
   readonly providers: {
@@ -200,9 +201,9 @@ const parseUpstreams = (raw: string): ReadonlyArray<Upstream> =>
 
 const trimSlash = (url: string) => url.replace(/\/+$/, "")
 
-/** The node URLs of LEDGER_REDIS_CLUSTER. */
+/** The nodes of LEDGER_REDIS_CLUSTER (`host:port`, or Redis URLs) as URLs. */
 const clusterNodes = (list: string): ReadonlyArray<string> =>
-  list.split(",").map((url) => url.trim()).filter((url) => url.length > 0)
+  list.split(",").map((node) => node.trim()).filter((node) => node.length > 0).map((node) => node.includes("://") ? node : `redis://${node}`)
 
 /** The most gateway workers: more threads than cores only add switching. */
 export const MAX_GATEWAY_WORKERS = 64

@@ -57,7 +57,7 @@ const payloadsOf = (entries: ReadonlyArray<StreamEntry>) => entries.map((entry) 
 /** ids for the publishes below that are not about idempotency */
 const nextBatch = batchIds()
 
-const contract = (name: "redis" | "redis cluster" | "memory", fresh: FreshStream) => {
+const contract = (name: string, fresh: FreshStream) => {
   const backend = name === "memory" ? "memory" : "redis"
   return describe(`CaptureStream contract (${name})`, () => {
     const test = (name: string, body: Effect.Effect<void, StreamUnavailable, CaptureStream | Scope.Scope>) =>
@@ -356,18 +356,20 @@ let cluster: Promise<RedisCluster> | undefined
 afterAll(async () => {
   await (await cluster)?.stop()
 })
-const freshCluster: FreshStream = (name) =>
+/** A stream on the cluster, named by LEDGER_REDIS_CLUSTER (its nodes) or by a REDIS_URL that is one of its nodes. */
+const freshCluster = (naming: "nodes" | "one node"): FreshStream => (name) =>
   Effect.gen(function*() {
     const { urls } = yield* Effect.promise(() => (cluster ??= startRedisCluster()))
     return RedisCaptureStream.layer.pipe(
       Layer.provide(LedgerConfig.layerFrom(testSettings({
-        redisCluster: urls.map((url) => Redacted.make(url)),
+        ...(naming === "nodes" ? { redisCluster: urls.map((url) => Redacted.make(url)) } : { redisUrl: Option.some(Redacted.make(urls[1]!)) }),
         streamKey: `capture-${name.replace(/[^a-z0-9]+/gi, "-")}-${Crypto.randomBytes(4).toString("hex")}`,
         streamGroup: "builders"
       })))
     )
   })
-contract("redis cluster", freshCluster)
+contract("redis cluster, LEDGER_REDIS_CLUSTER", freshCluster("nodes"))
+contract("redis cluster, REDIS_URL", freshCluster("one node"))
 
 describe("RedisCaptureStream when Redis changes behind its back", () => {
   const redisStream = (name: string) =>

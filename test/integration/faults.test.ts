@@ -6,7 +6,7 @@
  * its reason, the pipeline goes on, and `ledger dlq replay` builds it once the cause is fixed.
  */
 import { assert, describe, layer } from "@effect/vitest"
-import { Effect, Fiber, Layer, Option, Redacted } from "effect"
+import { Effect, Fiber, Layer, Option, Redacted, type Scope } from "effect"
 import { SqlClient } from "effect/sql"
 import { createCluster } from "redis"
 import { CaptureStream } from "../../src/capture/CaptureStream.ts"
@@ -61,29 +61,38 @@ const storedIds = Effect.gen(function*() {
   return (yield* sql<{ ledger_id: string }>`SELECT ledger_id FROM decisions ORDER BY ledger_id`).map((row) => row.ledger_id)
 })
 
-/** The same on a three-node Redis Cluster of its own (LEDGER_REDIS_CLUSTER), started for the suite. */
+/**
+ * The same on a three-node Redis Cluster of its own, started for the suite: REDIS_URL names one of its nodes (every
+ * process finds it is a cluster's), and the test looks at the stream through a cluster client.
+ */
 const clusterFaultStack = Layer.unwrap(Effect.map(
   Effect.acquireRelease(Effect.promise(startRedisCluster), (cluster) => Effect.promise(cluster.stop)),
   (cluster) =>
     RedisCaptureStream.layer.pipe(Layer.provideMerge(storeWithPoolLayer("postgres", {
-      redisCluster: cluster.urls.map((url) => Redacted.make(url)),
+      redisUrl: Option.some(Redacted.make(cluster.urls[0]!)),
       streamKey: "faults:captures"
     })))
 ))
 
-/** A client of the stream's Redis (one server, or the cluster), to look at what the builders cannot tell. */
-const streamRedis = Effect.gen(function*() {
+/** A client of the stream's Redis and the stream's key there, to look at what the builders cannot tell. */
+type StreamRedis = Effect.Effect<{ readonly redis: Effect.Success<typeof redisAdmin>; readonly key: string }, never, LedgerConfig | Scope.Scope>
+
+const oneRedis: StreamRedis = Effect.gen(function*() {
+  return { redis: yield* redisAdmin, key: (yield* LedgerConfig).streamKey }
+})
+
+const clusterRedis: StreamRedis = Effect.gen(function*() {
   const settings = yield* LedgerConfig
-  if (settings.redisCluster.length === 0) return { redis: yield* redisAdmin, key: settings.streamKey }
+  const url = Option.getOrThrow(settings.redisUrl)
   const cluster = yield* Effect.acquireRelease(
-    Effect.promise(() => createCluster({ rootNodes: settings.redisCluster.map((url) => ({ url: Redacted.value(url) })) }).connect()),
+    Effect.promise(() => createCluster({ rootNodes: [{ url: Redacted.value(url) }] }).connect()),
     (cluster) => Effect.sync(() => cluster.destroy())
   )
   // a cluster client answers the commands of one, routed by key
   return { redis: cluster as unknown as Effect.Success<typeof redisAdmin>, key: clusterKey(settings.streamKey) }
 })
 
-const consumersOf = (pid: number) =>
+const consumersOf = (streamRedis: StreamRedis, pid: number) =>
   Effect.scoped(Effect.gen(function*() {
     const settings = yield* LedgerConfig
     const { key, redis } = yield* streamRedis
@@ -91,7 +100,7 @@ const consumersOf = (pid: number) =>
     return (summary.consumers ?? []).filter((consumer) => consumer.name.includes(`-${pid}-`)).reduce((sum, consumer) => sum + Number(consumer.deliveriesCounter), 0)
   }))
 
-const killedMidBatch = (stack: typeof faultStack, on: string) =>
+const killedMidBatch = (stack: typeof faultStack, on: string, streamRedis: StreamRedis, startLog?: string) =>
   layer(stack, { timeout: 180_000, excludeTestServices: true })(`(a) a builder killed mid-batch (${on})`, (it) => {
     it.effect("every capture becomes a decision exactly once, and rollups equal the recount", () =>
       Effect.gen(function*() {
@@ -104,9 +113,9 @@ const killedMidBatch = (stack: typeof faultStack, on: string) =>
         const publisher = yield* Effect.forkChild(publishLoad(identity, 2_400, { chunk: 60, everyMs: 25 }))
         // kill it while it holds delivered, unacknowledged captures: mid-batch
         yield* eventually("some decisions", Effect.map(decisionCount, (n) => n >= 300))
-        yield* eventually("the victim holding a batch", Effect.map(consumersOf(victim.pid), (pending) => pending > 0), 30)
+        yield* eventually("the victim holding a batch", Effect.map(consumersOf(streamRedis, victim.pid), (pending) => pending > 0), 30)
         yield* victim.kill("SIGKILL")
-        const orphaned = yield* consumersOf(victim.pid)
+        const orphaned = yield* consumersOf(streamRedis, victim.pid)
         assert.isAbove(orphaned, 0, "the killed builder left captures pending")
 
         const published = yield* Fiber.join(publisher)
@@ -118,13 +127,14 @@ const killedMidBatch = (stack: typeof faultStack, on: string) =>
         assert.deepStrictEqual(yield* recount, [])
         assert.strictEqual((yield* stream.stats).dead_letters, 0)
         assert.match(survivor.logs(), /reclaimed idle captures/)
+        if (startLog !== undefined) assert.include(survivor.logs(), startLog)
         assert.isFalse(survivor.exited())
       }), 120_000)
   })
 
 describe("pipeline faults", () => {
-  killedMidBatch(faultStack, "one Redis")
-  killedMidBatch(clusterFaultStack, "a three-node Redis Cluster")
+  killedMidBatch(faultStack, "one Redis", oneRedis)
+  killedMidBatch(clusterFaultStack, "a three-node Redis Cluster", clusterRedis, "REDIS_URL names a node of a Redis Cluster")
 
   layer(faultStack, { timeout: 180_000, excludeTestServices: true })("(b) PostgreSQL stopped under load", (it) => {
     it.effect("builders back off and resume; nothing is lost", () =>

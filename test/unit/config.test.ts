@@ -39,4 +39,28 @@ describe("LedgerConfig", () => {
       const loopback = yield* read({ LEDGER_OIDC_ISSUER: "http://127.0.0.1:9000", LEDGER_OIDC_CLIENT_ID: "ledger" })
       assert.isTrue(Exit.isSuccess(loopback))
     }))
+
+  it.effect("LEDGER_REDIS_CLUSTER: host:port or URLs; REDIS_URL defaults to its first node; LEDGER_GATEWAY_WORKERS from 1 to 64", () =>
+    Effect.gen(function*() {
+      const none = yield* read({})
+      if (!Exit.isSuccess(none)) return assert.fail(String(none.cause))
+      assert.deepStrictEqual(none.value.redisCluster, [])
+      assert.isTrue(Option.isNone(none.value.redisUrl))
+      assert.strictEqual(none.value.gatewayWorkers, 1)
+
+      const cluster = yield* read({ LEDGER_REDIS_CLUSTER: "10.0.0.1:7000, redis://:pw@10.0.0.2:7001,", LEDGER_GATEWAY_WORKERS: "4" })
+      if (!Exit.isSuccess(cluster)) return assert.fail(String(cluster.cause))
+      assert.deepStrictEqual(cluster.value.redisCluster.map(Redacted.value), ["redis://10.0.0.1:7000", "redis://:pw@10.0.0.2:7001"])
+      assert.strictEqual(Redacted.value(Option.getOrThrow(cluster.value.redisUrl)), "redis://10.0.0.1:7000")
+      assert.strictEqual(cluster.value.gatewayWorkers, 4)
+
+      const both = yield* read({ LEDGER_REDIS_CLUSTER: "10.0.0.1:7000", REDIS_URL: "redis://10.0.0.9:6379" })
+      if (!Exit.isSuccess(both)) return assert.fail(String(both.cause))
+      assert.strictEqual(Redacted.value(Option.getOrThrow(both.value.redisUrl)), "redis://10.0.0.9:6379")
+
+      for (const workers of ["0", "65", "1.5"]) {
+        const refused = yield* read({ LEDGER_GATEWAY_WORKERS: workers })
+        assert.isTrue(Exit.isFailure(refused), `LEDGER_GATEWAY_WORKERS=${workers}`)
+      }
+    }))
 })
