@@ -8,6 +8,7 @@
  *                                [--sustained-only]
  *
  * `--sustained-only` stops after phase 1 (for side-by-side runs of the builder's rate).
+ * `BENCH_NODE_FLAGS="--cpu-prof --cpu-prof-dir=DIR"` profiles the builder processes.
  *
  * Phase 1, sustained: captures are published open-loop at `--rate` (above what the builders can take, so they
  * are never idle) for `--seconds`; the committed-decision count is sampled every 250 ms and the sustained rate
@@ -91,7 +92,9 @@ const startBuilder = (env: Record<string, string>, index: number) =>
     Effect.promise(async () => {
       const port = await freePort()
       const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), `ledger-bench-${index}-`))
-      const child = ChildProcess.spawn(process.execPath, [Path.join(ROOT, "bin/ledger.js"), "serve", "--roles", "builder"], {
+      // BENCH_NODE_FLAGS go to the builders' node, e.g. `--cpu-prof --cpu-prof-dir=DIR`
+      const flags = (process.env.BENCH_NODE_FLAGS ?? "").split(" ").filter(Boolean)
+      const child = ChildProcess.spawn(process.execPath, [...flags, Path.join(ROOT, "bin/ledger.js"), "serve", "--roles", "builder"], {
         cwd: ROOT,
         env: { ...process.env, ...env, LEDGER_API_PORT: String(port), LEDGER_DATA_DIR: dataDir },
         stdio: ["ignore", "ignore", "inherit"]
