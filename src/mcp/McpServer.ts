@@ -8,6 +8,9 @@ import { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js"
 import {
   CallToolRequestSchema,
+  type InitializeRequest,
+  InitializeRequestSchema,
+  type InitializeResult,
   ListResourcesRequestSchema,
   ListToolsRequestSchema,
   type LoggingLevel,
@@ -44,6 +47,7 @@ const LOG_LEVELS_MAX = 10_000
 const dispatchOn = <S extends RequestSchema>(schema: S) => schema.pick({ method: true }).loose()
 
 type RequestSchema =
+  | typeof InitializeRequestSchema
   | typeof CallToolRequestSchema
   | typeof SetLevelRequestSchema
   | typeof ListToolsRequestSchema
@@ -87,6 +91,11 @@ export class McpServer extends Context.Service<McpServer, {
           instructions: INSTRUCTIONS
         })
         const levelOf = () => logLevels.get(principal.token_id) ?? DEFAULT_LOG_LEVEL
+
+        // The SDK registers `initialize` itself, behind the same -32603 for a malformed request (an `initialize`
+        // without params, found by the MCP fuzz test): registered again behind `checked`, answered by the SDK's own.
+        const initialize = (server as unknown as { _oninitialize(request: InitializeRequest): Promise<InitializeResult> })._oninitialize.bind(server)
+        server.setRequestHandler(dispatchOn(InitializeRequestSchema), checked(InitializeRequestSchema, initialize))
 
         server.setRequestHandler(dispatchOn(SetLevelRequestSchema), checked(SetLevelRequestSchema, (request) => {
           logLevels.delete(principal.token_id)
