@@ -25,7 +25,7 @@ import { AppSessions } from "../../src/auth/AppSessions.ts"
 import { Credentials } from "../../src/auth/Credentials.ts"
 import type { Principal } from "../../src/domain/principal.ts"
 import { ScopedSql, TenantSql } from "../../src/store/TenantSql.ts"
-import { apiProcess, autocannon, percentile, round } from "../reads/apiProcess.ts"
+import { apiProcess, driveGets, percentile, round } from "../reads/apiProcess.ts"
 import {
   analyseDatabase,
   BENCH_DATABASE,
@@ -110,34 +110,18 @@ const serverDurations = (logPath: string, offset: number): Array<number> => {
 const measure = (baseUrl: string, logPath: string, scenario: Scenario, connections: number, seconds: number) =>
   Effect.gen(function*() {
     const offset = Fs.statSync(logPath).size
-    const run = yield* Effect.callback<Omit<Run, "server">>((resume) => {
-      const latencies: Array<number> = []
-      let next = 0
-      let non2xx = 0
-      const instance = autocannon({
-        url: baseUrl,
-        connections,
-        duration: seconds,
-        headers: { cookie: `ledger_session=${scenario.cookie}`, accept: "text/html" },
-        requests: [{
-          method: "GET",
-          setupRequest: (request: any) => ({ ...request, path: scenario.paths[next++ % scenario.paths.length] })
-        }]
-      }, (error: unknown, result: any) => {
-        if (error) return resume(Effect.die(error))
-        resume(Effect.succeed({
-          latencies,
-          non2xx,
-          bytes: Math.round(result.throughput.total / Math.max(1, latencies.length)),
-          rps: round(result.requests.total / seconds)
-        }))
-      })
-      instance.on("response", (_client: unknown, status: number, _bytes: number, responseTime: number) => {
-        latencies.push(responseTime)
-        if (status < 200 || status >= 300) non2xx++
-      })
-      return Effect.sync(() => instance.stop())
+    const driven = yield* driveGets(baseUrl, {
+      paths: scenario.paths,
+      headers: { cookie: `ledger_session=${scenario.cookie}`, accept: "text/html" },
+      connections,
+      seconds
     })
+    const run = {
+      latencies: [...driven.latencies],
+      non2xx: driven.non2xx,
+      bytes: Math.round(driven.result.throughput.total / Math.max(1, driven.latencies.length)),
+      rps: round(driven.result.requests.total / seconds)
+    }
     // the access log is written in batches (25 ms windows)
     yield* Effect.sleep("200 millis")
     return { ...run, server: serverDurations(logPath, offset) } satisfies Run

@@ -13,6 +13,42 @@ import { freePort } from "../../test/support/ports.ts"
 // autocannon ships no type declarations
 export const autocannon: (options: object, done: (error: unknown, result: any) => void) => any = createRequire(import.meta.url)("autocannon")
 
+/** What `driveGets` saw: every response time (ms), the answers that were not 2xx, and autocannon's own result. */
+export interface Driven {
+  readonly latencies: ReadonlyArray<number>
+  readonly non2xx: number
+  readonly result: any
+}
+
+/** autocannon GETs for `seconds` on `connections`, each request the next of `paths` (round robin). */
+export const driveGets = (
+  baseUrl: string,
+  options: { readonly paths: ReadonlyArray<string>; readonly headers: Record<string, string>; readonly connections: number; readonly seconds: number }
+) =>
+  Effect.callback<Driven>((resume) => {
+    const latencies: Array<number> = []
+    let next = 0
+    let non2xx = 0
+    const instance = autocannon({
+      url: baseUrl,
+      connections: options.connections,
+      duration: options.seconds,
+      headers: options.headers,
+      requests: [{
+        method: "GET",
+        setupRequest: (request: any) => ({ ...request, path: options.paths[next++ % options.paths.length] })
+      }]
+    }, (error: unknown, result: any) => {
+      if (error) return resume(Effect.die(error))
+      resume(Effect.succeed({ latencies, non2xx, result }))
+    })
+    instance.on("response", (_client: unknown, status: number, _bytes: number, responseTime: number) => {
+      latencies.push(responseTime)
+      if (status < 200 || status >= 300) non2xx++
+    })
+    return Effect.sync(() => instance.stop())
+  })
+
 export const percentile = (sorted: ReadonlyArray<number>, p: number) => sorted[Math.max(0, Math.ceil(p * sorted.length) - 1)] ?? NaN
 export const round = (ms: number) => Math.round(ms * 100) / 100
 

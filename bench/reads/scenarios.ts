@@ -7,7 +7,7 @@ import type { Principal } from "../../src/domain/principal.ts"
 import { Authenticator } from "../../src/auth/Authenticator.ts"
 import { Credentials } from "../../src/auth/Credentials.ts"
 import { ScopedSql, TenantSql } from "../../src/store/TenantSql.ts"
-import { autocannon, percentile, round } from "./apiProcess.ts"
+import { driveGets, percentile, round } from "./apiProcess.ts"
 import { BENCH_TENANTS, BENCH_WORKSPACES } from "./seed.ts"
 
 export interface Scenario {
@@ -31,42 +31,21 @@ export interface Measured {
 
 
 export const measure = (baseUrl: string, pat: string, scenario: Scenario, connections: number, seconds: number) =>
-  Effect.callback<Measured>((resume) => {
-    const latencies: Array<number> = []
-    let next = 0
-    let non2xx = 0
-    const instance = autocannon({
-      url: baseUrl,
-      connections,
-      duration: seconds,
-      headers: { authorization: `Bearer ${pat}` },
-      requests: [{
-        method: "GET",
-        setupRequest: (request: any) => ({ ...request, path: scenario.paths[next++ % scenario.paths.length] })
-      }]
-    }, (error: unknown, result: any) => {
-      if (error) return resume(Effect.die(error))
-      const sorted = latencies.sort((a, b) => a - b)
-      const p95 = round(percentile(sorted, 0.95))
-      resume(Effect.succeed({
-        endpoint: scenario.name,
-        requests: sorted.length,
-        rps: Math.round(result.requests.average),
-        p50: round(percentile(sorted, 0.5)),
-        p95,
-        p99: round(percentile(sorted, 0.99)),
-        target_p95: scenario.target,
-        non2xx,
-        pass: p95 <= scenario.target && non2xx === 0
-      }))
-    })
-    instance.on("response", (_client: unknown, status: number, _bytes: number, responseTime: number) => {
-      latencies.push(responseTime)
-      if (status < 200 || status >= 300) non2xx++
-    })
-    return Effect.sync(() => instance.stop())
+  Effect.map(driveGets(baseUrl, { paths: scenario.paths, headers: { authorization: `Bearer ${pat}` }, connections, seconds }), ({ latencies, non2xx, result }): Measured => {
+    const sorted = [...latencies].sort((a, b) => a - b)
+    const p95 = round(percentile(sorted, 0.95))
+    return {
+      endpoint: scenario.name,
+      requests: sorted.length,
+      rps: Math.round(result.requests.average),
+      p50: round(percentile(sorted, 0.5)),
+      p95,
+      p99: round(percentile(sorted, 0.99)),
+      target_p95: scenario.target,
+      non2xx,
+      pass: p95 <= scenario.target && non2xx === 0
+    }
   })
-
 
 /** Ids, filters and cursors to spread the requests over, read as the member. */
 export const sampleScenarios = (principal: Principal, baseUrl: string, pat: string) =>
