@@ -6,6 +6,7 @@
  *   const serve = yield* serveProcess({ databaseUrl, redisUrl })
  *   await fetch(`${serve.gatewayUrl}/v1/chat/completions`, { headers: { authorization: `Bearer ${serve.gatewayKey}` }, ... })
  */
+import { assert } from "@effect/vitest"
 import { Effect } from "effect"
 import * as ChildProcess from "node:child_process"
 import * as Fs from "node:fs"
@@ -127,3 +128,11 @@ export const serveProcess = (options: {
       (serve) => Effect.asVoid(serve.kill("SIGKILL"))
     )
   })
+
+/** SIGTERM, and a clean stop: Effect's runtime exits 130 when the signal interrupts it (0 when it was done). */
+export const terminate = (serve: ServeProcess) =>
+  Effect.map(serve.kill("SIGTERM"), (code) => assert.include([0, 130], code, serve.output().slice(-3_000)))
+
+/** A clean stop, with nothing logged at ERROR or FATAL while it ran. */
+export const stopsCleanly = (serve: ServeProcess) =>
+  Effect.map(terminate(serve), () => assert.notMatch(serve.output(), /"level":"(ERROR|FATAL)"/i))
