@@ -4,14 +4,15 @@
  * statistics of the tables they write.
  */
 import { Layer } from "effect"
-import { BuilderWorkers, DecisionBuilder } from "../src/builder/DecisionBuilder.ts"
+import { BuilderWorkers } from "../src/builder/BuilderWorkers.ts"
+import { ContentPolicies } from "../src/builder/ContentPolicies.ts"
 import { ChainBackfill } from "../src/integrity/ChainBackfill.ts"
 import { DecisionRetention } from "../src/integrity/Retention.ts"
 import { PlannerStatistics } from "../src/store/PlannerStatistics.ts"
 import { AnalyticsLive } from "./Analytics.ts"
 
 /** The decision builder consumers and their reclaimer alone (tests that drive analytics themselves). */
-export const DecisionBuildersLive = BuilderWorkers.pipe(Layer.provide(DecisionBuilder.layer))
+export const DecisionBuildersLive = BuilderWorkers.pipe(Layer.provide(ContentPolicies.layer))
 
 /** Decisions stored before chaining join their chains when the builder role starts. */
 const ChainBackfillLive = ChainBackfill.atStart.pipe(Layer.provide(ChainBackfill.layer))

@@ -1,12 +1,12 @@
 /**
- * The capture stream backend: Redis Streams when REDIS_URL is set, the in-process stream otherwise
- * (embedded mode, single process).
+ * The capture stream backend: Redis Streams when REDIS_URL is set (in LEDGER_CAPTURE_SHARDS shards), the in-process
+ * stream otherwise (embedded mode, single process, one stream). CaptureStream is the first shard.
  */
 import { Layer, Option } from "effect"
+import { CaptureShards } from "../src/capture/CaptureShards.ts"
 import * as MemoryCaptureStream from "../src/capture/MemoryCaptureStream.ts"
-import * as RedisCaptureStream from "../src/capture/RedisCaptureStream.ts"
 import { LedgerConfig } from "../src/config/LedgerConfig.ts"
 
 export const CaptureStreamLive = Layer.unwrap(LedgerConfig.useSync(
-  (config) => Option.isSome(config.redisUrl) ? RedisCaptureStream.layer : MemoryCaptureStream.layer
+  (config) => Option.isSome(config.redisUrl) ? CaptureShards.redis : CaptureShards.single.pipe(Layer.provideMerge(MemoryCaptureStream.layer))
 ))

@@ -5,7 +5,7 @@
 import { Effect, Layer, Option } from "effect"
 import { ContentPolicies } from "../src/builder/ContentPolicies.ts"
 import { Rebuilder } from "../src/builder/Rebuild.ts"
-import * as RedisCaptureStream from "../src/capture/RedisCaptureStream.ts"
+import { CaptureShards } from "../src/capture/CaptureShards.ts"
 import { LedgerConfig } from "../src/config/LedgerConfig.ts"
 import { Eraser } from "../src/integrity/Eraser.ts"
 import { Exporter } from "../src/integrity/Exporter.ts"
@@ -28,7 +28,7 @@ export const AdminLive = StoreLive.pipe(Layer.provideMerge(PlatformLive))
  */
 export const StatusLive = Layer.unwrap(LedgerConfig.useSync((config) =>
   PipelineStatus.layer.pipe(Layer.provide(Layer.mergeAll(
-    Option.isSome(config.redisUrl) ? RedisCaptureStream.layer : Layer.empty,
+    Option.isSome(config.redisUrl) ? CaptureShards.redis : Layer.empty,
     Option.isSome(config.databaseUrl) ? TenantSql.layer.pipe(Layer.provide(PgLive)) : Layer.empty
   )))
 )).pipe(Layer.provideMerge(PlatformLive))
@@ -41,7 +41,7 @@ export const DlqLive = Layer.unwrap(Effect.gen(function*() {
       new Error("dlq needs REDIS_URL: without it the capture stream is in-process and its dead letters exist only inside the serving process")
     )
   }
-  return RedisCaptureStream.layer
+  return CaptureShards.redis
 })).pipe(Layer.provideMerge(PlatformLive))
 
 /** `checkpoint`, `verify`, `export` and `erase`: the verifier, the exporter and the eraser on the store (which holds the integrity keys). */

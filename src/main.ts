@@ -9,7 +9,7 @@ import { AdminLive, ContentPolicyLive, DlqLive, IntegrityLive, MigrateLive, Rebu
 import { ROLES, type Role, serveLayer } from "../layers/Serve.ts"
 import { Rebuilder } from "./builder/Rebuild.ts"
 import { progressBar } from "./builder/RebuildProgress.ts"
-import { CaptureStream } from "./capture/CaptureStream.ts"
+import { CaptureShards, listDeadLetters, replayDeadLetters } from "./capture/CaptureShards.ts"
 import { deadLetterIdentity, PipelineStatus, renderDeadLetters, renderReport } from "./ops/Status.ts"
 import { AppSessions } from "./auth/AppSessions.ts"
 import { Credentials } from "./auth/Credentials.ts"
@@ -180,11 +180,11 @@ const dlqList = Command.make(
   "list",
   { count: Flag.Int("count").pipe(Flag.withDescription("most dead letters to show"), Flag.withDefault(100)), json },
   Effect.fn(function*({ count, json }) {
-    const stream = yield* CaptureStream
-    const letters = yield* stream.listDeadLetters({ count })
+    const letters = yield* listDeadLetters(yield* CaptureShards, count)
     if (!json) return yield* Console.log(renderDeadLetters(letters))
     yield* Console.log(JSON.stringify(letters.map((letter) => ({
       id: letter.id,
+      shard: letter.shard,
       original_id: letter.original_id,
       failed_at: new Date(letter.failed_at).toISOString(),
       deliveries: letter.deliveries,
@@ -205,8 +205,7 @@ const dlqReplay = Command.make(
     json
   },
   Effect.fn(function*({ ids, json }) {
-    const stream = yield* CaptureStream
-    const replayed = yield* stream.replayDeadLetters(ids.length === 0 ? undefined : ids)
+    const replayed = yield* replayDeadLetters(yield* CaptureShards, ids.length === 0 ? undefined : ids)
     yield* Console.log(json ? JSON.stringify({ replayed }) : `replayed ${replayed} capture${replayed === 1 ? "" : "s"} into the capture stream`)
   })
 ).pipe(Command.withDescription("re-queue dead-lettered captures (all, or the given ids) for the builders"))

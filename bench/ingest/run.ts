@@ -3,11 +3,13 @@
  * Redis capture stream, consumed by builder processes (`node bin/ledger.js serve --roles builder`) into a fresh
  * PostgreSQL database.
  *
- *   npx node bench/ingest/run.ts [--builders 2] [--consumers 2] [--batch 500]
+ *   npx node bench/ingest/run.ts [--builders 2] [--consumers 2] [--batch 500] [--shards 1]
  *                                [--rate 8000] [--seconds 20] [--latency-rate 1000] [--latency-seconds 20]
  *                                [--sustained-only]
  *
- * `--sustained-only` stops after phase 1 (for side-by-side runs of the builder's rate).
+ * `--sustained-only` stops after phase 1 (for side-by-side runs of the builder's rate). `--shards N` runs the capture
+ * stream in N shards (LEDGER_CAPTURE_SHARDS): captures are published to their agent's shard and the builders share the
+ * shards out by lease.
  * `BENCH_NODE_FLAGS="--cpu-prof --cpu-prof-dir=DIR"` profiles the builder processes.
  *
  * Phase 1, sustained: captures are published open-loop at `--rate` (above what the builders can take, so they
@@ -35,8 +37,8 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import { parseArgs } from "node:util"
 import { StoreLive } from "../../layers/Store.ts"
-import { batchIds, CaptureStream } from "../../src/capture/CaptureStream.ts"
-import * as RedisCaptureStream from "../../src/capture/RedisCaptureStream.ts"
+import { type AgentOf, CaptureShards } from "../../src/capture/CaptureShards.ts"
+import { batchIds } from "../../src/capture/CaptureStream.ts"
 import { LedgerConfig } from "../../src/config/LedgerConfig.ts"
 import { Credentials } from "../../src/auth/Credentials.ts"
 import { DatabaseLive } from "../../src/store/Database.ts"
@@ -55,7 +57,8 @@ const { values: args } = parseArgs({
     seconds: { type: "string", default: "20" },
     "latency-rate": { type: "string", default: "1000" },
     "latency-seconds": { type: "string", default: "20" },
-    "sustained-only": { type: "boolean", default: false }
+    "sustained-only": { type: "boolean", default: false },
+    shards: { type: "string", default: "1" }
   }
 })
 const BUILDERS = Number(args.builders)
@@ -66,6 +69,7 @@ const SECONDS = Number(args.seconds)
 const LATENCY_RATE = Number(args["latency-rate"])
 const LATENCY_SECONDS = Number(args["latency-seconds"])
 const SUSTAINED_ONLY = args["sustained-only"]
+const SHARDS = Number(args.shards)
 const TICK_MS = 10
 /** How long phase 2 waits for analytics to catch up with phase 1 before it starts anyway. */
 const CATCH_UP_LIMIT_MS = 300_000
@@ -116,11 +120,14 @@ const startBuilder = (env: Record<string, string>, index: number) =>
     (builder) => Effect.promise(() => builder.stop("SIGTERM"))
   )
 
-/** Publishes `perSecond` captures per second for `seconds`, in ticks; returns how many were published. */
-const publishAt = (perSecond: number, seconds: number, make: (i: number, now: number) => string) =>
+/**
+ * Publishes `perSecond` captures per second for `seconds`, in ticks, each to its agent's shard; returns how many were
+ * published.
+ */
+const publishAt = (perSecond: number, seconds: number, make: (i: number, now: number) => { readonly agent: AgentOf; readonly payload: string }) =>
   Effect.gen(function*() {
-    const stream = yield* CaptureStream
-    const nextBatch = batchIds()
+    const shards = yield* CaptureShards
+    const nextBatch = shards.streams.map(() => batchIds())
     const started = Date.now()
     let published = 0
     while (Date.now() - started < seconds * 1000) {
@@ -128,7 +135,14 @@ const publishAt = (perSecond: number, seconds: number, make: (i: number, now: nu
       if (due > 0) {
         const now = Date.now()
         const count = Math.min(due, 2_000)
-        yield* stream.publish(Array.from({ length: count }, (_, i) => make(published + i, now)), nextBatch())
+        const byShard = shards.streams.map((): Array<string> => [])
+        for (let i = 0; i < count; i++) {
+          const { agent, payload } = make(published + i, now)
+          byShard[shards.shardOf(agent)]!.push(payload)
+        }
+        for (const [shard, payloads] of byShard.entries()) {
+          if (payloads.length > 0) yield* shards.streams[shard]!.publish(payloads, nextBatch[shard]!())
+        }
         published += count
       } else {
         yield* Effect.sleep(Duration.millis(TICK_MS))
@@ -176,9 +190,10 @@ const program = Effect.gen(function*() {
   const settings = testSettings({
     databaseUrl: Option.some(Redacted.make(database.url)),
     redisUrl: Option.some(Redacted.make(TEST_REDIS_URL)),
-    streamKey
+    streamKey,
+    captureShards: SHARDS
   })
-  const context = yield* Layer.build(Layer.mergeAll(StoreLive, RedisCaptureStream.layer, DatabaseLive).pipe(Layer.provideMerge(LedgerConfig.layerFrom(settings))))
+  const context = yield* Layer.build(Layer.mergeAll(StoreLive, CaptureShards.redis, DatabaseLive).pipe(Layer.provideMerge(LedgerConfig.layerFrom(settings))))
   return yield* Effect.gen(function*() {
     const credentials = yield* Credentials
     const identities: Array<CaptureIdentity> = []
@@ -195,10 +210,11 @@ const program = Effect.gen(function*() {
       LEDGER_STREAM_KEY: streamKey,
       LEDGER_BUILDER_CONSUMERS: String(CONSUMERS),
       LEDGER_BUILDER_BATCH_SIZE: String(BATCH),
+      LEDGER_CAPTURE_SHARDS: String(SHARDS),
       LEDGER_LOG_LEVEL: "warn"
     }
     yield* log(`machine: ${Os.cpus().length} cores, load ${Os.loadavg().map((l) => l.toFixed(2)).join(" ")}`)
-    yield* log(`starting ${BUILDERS} builder processes × ${CONSUMERS} consumers, batch ${BATCH}`)
+    yield* log(`starting ${BUILDERS} builder processes × ${CONSUMERS} consumers, batch ${BATCH}, ${SHARDS} shard${SHARDS === 1 ? "" : "s"}`)
     const builders = yield* Effect.forEach(Array.from({ length: BUILDERS }, (_, i) => i), (i) => startBuilder(env, i), { concurrency: "unbounded" })
     const sql = yield* SqlClient.SqlClient
     const pipelinePids = Effect.map(
@@ -220,7 +236,8 @@ const program = Effect.gen(function*() {
     const published = yield* publishAt(RATE, SECONDS, (i, now) => {
       const identity = identities[i % identities.length]!
       const agent = Math.floor(i / identities.length) % AGENTS_PER_WORKSPACE
-      return JSON.stringify(realisticCapture(identity, { agent_id: `agent-${agent}`, agent_name: `Agent ${agent}`, started_at: now - 1_500, variant: i % TEMPLATE_COUNT }))
+      const capture = realisticCapture(identity, { agent_id: `agent-${agent}`, agent_name: `Agent ${agent}`, started_at: now - 1_500, variant: i % TEMPLATE_COUNT })
+      return { agent: capture, payload: JSON.stringify(capture) }
     })
     const publishedFor = (Date.now() - started) / 1000
     while ((yield* countDecisions(sustainedWorkspaces)) < published) yield* Effect.sleep("100 millis")
@@ -255,7 +272,7 @@ const program = Effect.gen(function*() {
       capacity_on_two_idle_cores: Math.round(2_000 / cpuMsPerDecision)
     }
     if (SUSTAINED_ONLY) {
-      console.log(JSON.stringify({ builders: BUILDERS, consumers_per_builder: CONSUMERS, batch: BATCH, sustained }, null, 2))
+      console.log(JSON.stringify({ builders: BUILDERS, consumers_per_builder: CONSUMERS, batch: BATCH, shards: SHARDS, sustained }, null, 2))
       return
     }
 
@@ -285,8 +302,10 @@ const program = Effect.gen(function*() {
 
     // --- phase 2: latency at a moderate rate
     yield* log(`latency: publishing ${LATENCY_RATE}/s for ${LATENCY_SECONDS} s`)
-    const latencyPublished = yield* publishAt(LATENCY_RATE, LATENCY_SECONDS, (i, now) =>
-      JSON.stringify(realisticCapture(latencyIdentity, { agent_id: `agent-${i % AGENTS_PER_WORKSPACE}`, started_at: now - 1_500, duration_ms: 1_500, variant: i % TEMPLATE_COUNT })))
+    const latencyPublished = yield* publishAt(LATENCY_RATE, LATENCY_SECONDS, (i, now) => {
+      const capture = realisticCapture(latencyIdentity, { agent_id: `agent-${i % AGENTS_PER_WORKSPACE}`, started_at: now - 1_500, duration_ms: 1_500, variant: i % TEMPLATE_COUNT })
+      return { agent: capture, payload: JSON.stringify(capture) }
+    })
     while ((yield* countDecisions([latencyIdentity.workspace_id])) < latencyPublished) yield* Effect.sleep("100 millis")
     const [latency] = yield* sql<{ p50: number; p95: number; p99: number; max: number }>`
       SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY ms) AS p50, percentile_cont(0.95) WITHIN GROUP (ORDER BY ms) AS p95,
@@ -297,6 +316,7 @@ const program = Effect.gen(function*() {
       builders: BUILDERS,
       consumers_per_builder: CONSUMERS,
       batch: BATCH,
+      shards: SHARDS,
       sustained,
       analytics,
       latency: {

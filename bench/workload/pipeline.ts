@@ -12,6 +12,7 @@
 import { Context, Effect, Layer, type Scope } from "effect"
 import * as Crypto from "node:crypto"
 import { BuilderLive, DecisionBuildersLive } from "../../layers/Builder.ts"
+import { CaptureShards } from "../../src/capture/CaptureShards.ts"
 import { AnalyticsQuery } from "../../src/analytics/AnalyticsQuery.ts"
 import { Detectors } from "../../src/analytics/Detectors.ts"
 import { Embedder } from "../../src/analytics/Embedder.ts"
@@ -29,10 +30,13 @@ import type { Workload } from "./scenario.ts"
 
 const Services = Layer.mergeAll(Materializer.layer, Detectors.layer, Embedder.layer, AnalyticsQuery.layer).pipe(Layer.provide(ModelCalls.layer))
 
+/** The stream the builders read (through CaptureShards): the in-process one, retimed. */
+const RetimedShards = CaptureShards.single.pipe(Layer.provideMerge(RetimedCaptureStream))
+
 /** The decision builders and the analytics services; analytics is driven by `run`. */
-const PipelineLive = Layer.mergeAll(DecisionBuildersLive.pipe(Layer.provide(RetimedCaptureStream)), Services)
+const PipelineLive = Layer.mergeAll(DecisionBuildersLive.pipe(Layer.provide(RetimedShards)), Services)
 /** The builder role as deployed (its analytics fibers running), and the services. */
-const PipelineFibersLive = Layer.mergeAll(BuilderLive.pipe(Layer.provide(RetimedCaptureStream)), Services)
+const PipelineFibersLive = Layer.mergeAll(BuilderLive.pipe(Layer.provide(RetimedShards)), Services)
 
 export interface WorkloadTenant {
   readonly workload: Workload

@@ -11,8 +11,9 @@
  * - any other database error: a few retries, then the batch is released unacknowledged; it comes back through the
  *   reclaimer, and an entry delivered more than `maxDeliveries` times goes to the dead letters with the last reason.
  *
- * Consumers and the reclaimer are supervised fibers of the layer's scope (src/supervision: restarted with backoff,
- * interrupted on shutdown). An interrupted batch leaves its entries pending; they are reclaimed and rebuilt idempotently.
+ * Consumers and the reclaimer (BuilderWorkers) are supervised fibers of the layer's scope (src/supervision: restarted
+ * with backoff, interrupted on shutdown). An interrupted batch leaves its entries pending; they are reclaimed and
+ * rebuilt idempotently.
  */
 import { Cause, Clock, Context, Duration, Effect, Exit, Layer, Metric, Result } from "effect"
 import { SqlError } from "effect/sql"
@@ -22,14 +23,14 @@ import { CaptureStream, type StreamEntry, type StreamUnavailable } from "../capt
 import { LedgerConfig } from "../config/LedgerConfig.ts"
 import { DatabaseUnavailable } from "../domain/errors.ts"
 import { buildLatency, builderRetries, capturesDeadLettered, decisionsBuilt } from "./metrics.ts"
-import { ScopedSql, TenantSql } from "../store/TenantSql.ts"
-import { backoff, supervise } from "../supervision/supervise.ts"
+import { TenantSql } from "../store/TenantSql.ts"
+import { backoff } from "../supervision/supervise.ts"
 import type { ContentPolicy } from "../domain/contentPolicy.ts"
 import type { WorkspaceScope } from "../domain/principal.ts"
 import { afterDerivation, beforeDerivation, ContentPolicies } from "./ContentPolicies.ts"
 import { decodeEntry, type Reconstruction, reconstruct, type StorableCapture } from "./reconstruct.ts"
 import { IntegrityKeys } from "../integrity/IntegrityKeys.ts"
-import { pruneThroughput, storeBatch } from "./store.ts"
+import { storeBatch } from "./store.ts"
 
 /** What one batch came to. */
 export interface BatchOutcome {
@@ -54,19 +55,10 @@ interface Stored {
   readonly released: ReadonlyArray<Pending>
 }
 
-/** Waiting for a blocked read; short enough that shutdown is prompt. */
-const READ_BLOCK_MS = 2_000
 /** A batch transaction that takes longer is abandoned and retried (a hung connection, not a slow batch). */
 const BATCH_TIMEOUT = Duration.seconds(60)
 /** Unexplained database errors tolerated for one batch before it is released to redelivery. */
 const OTHER_FAILURE_ATTEMPTS = 3
-const PRUNE_INTERVAL = Duration.minutes(5)
-/**
- * A consumer of the group that has not read or claimed for this long and holds nothing pending belongs to a builder
- * process that is gone (each start reads under new names): it is removed, so the group's consumer count (ledger
- * status) counts live ones. Live consumers read every READ_BLOCK_MS and the reclaimer claims every 15 s at most.
- */
-const CONSUMER_IDLE_LIMIT = Duration.minutes(10)
 /** failure reasons remembered for `maxDeliveries` dead letters (bounded; oldest forgotten first) */
 const REMEMBERED_FAILURES = 10_000
 
@@ -74,7 +66,7 @@ const REMEMBERED_FAILURES = 10_000
 const RETRY = backoff(Duration.millis(100), Duration.seconds(5))
 
 /** Retries a stream operation until Redis answers (the work stays in the stream meanwhile). */
-const untilStreamAnswers = <A>(operation: string, effect: Effect.Effect<A, StreamUnavailable>) =>
+export const untilStreamAnswers = <A>(operation: string, effect: Effect.Effect<A, StreamUnavailable>) =>
   effect.pipe(
     Effect.tapError((error) => Effect.logWarning(`capture stream ${operation} failed; retrying`, { error: error.message })),
     Effect.retry({ schedule: RETRY }),
@@ -115,230 +107,166 @@ export const classifyFailure = (error: unknown): Failure => {
 }
 
 /** `host-pid-random`: unique per process, so builders on several machines share the group without clashing. */
-const processConsumerName = () =>
+export const processConsumerName = () =>
   `${Os.hostname()}-${process.pid}-${Crypto.randomBytes(3).toString("hex")}`.replace(/[^\w.-]/g, "_")
+
+/** The builder over the CaptureStream in context (a shard's, in BuilderWorkers): ack and dead letters go to it. */
+export const makeDecisionBuilder = Effect.gen(function*() {
+  const settings = yield* LedgerConfig
+  const stream = yield* CaptureStream
+  const tenantSql = yield* TenantSql
+  const integrityKeys = yield* IntegrityKeys
+  const contentPolicies = yield* ContentPolicies
+  const gapMs = settings.sessionGapMinutes * 60_000
+  const failures = new Map<string, string>()
+
+  const remember = (ids: ReadonlyArray<string>, reason: string) => {
+    for (const id of ids) {
+      failures.delete(id)
+      failures.set(id, reason)
+    }
+    for (const id of failures.keys()) {
+      if (failures.size <= REMEMBERED_FAILURES) break
+      failures.delete(id)
+    }
+  }
+
+  const deadLetter = (entry: StreamEntry, reason: string) =>
+    untilStreamAnswers("dead-letter", stream.deadLetter(entry, reason)).pipe(
+      Effect.andThen(Metric.update(capturesDeadLettered, 1)),
+      Effect.andThen(Effect.logWarning("capture moved to the dead letters", { entry: entry.id, deliveries: entry.deliveries, reason })),
+      Effect.andThen(Effect.sync(() => failures.delete(entry.id)))
+    )
+
+  const workspaceKey = (scope: WorkspaceScope) => `${scope.tenant_id}/${scope.workspace_id}`
+  const policiesOf = (captures: ReadonlyArray<StorableCapture>) =>
+    Effect.gen(function*() {
+      const policies = new Map<string, ContentPolicy>()
+      for (const capture of captures) {
+        const key = workspaceKey(capture)
+        if (!policies.has(key)) policies.set(key, yield* contentPolicies.get(capture))
+      }
+      return policies
+    })
+
+  const store = (consumer: string, items: ReadonlyArray<Pending>): Effect.Effect<Stored> =>
+    Effect.gen(function*() {
+      if (items.length === 0) return { committed: [], inserted: new Set<string>(), deadLettered: 0, released: [] }
+      let attempts = 0
+      let unexplained = 0
+      const retrying = (failure: Failure) =>
+        failure.kind === "unavailable" || (failure.kind === "other" && unexplained < OTHER_FAILURE_ATTEMPTS)
+      const result = yield* storeBatch(items.map((item) => item.reconstruction), { gapMs, consumer }).pipe(
+        Effect.provideService(TenantSql, tenantSql),
+        Effect.provideService(IntegrityKeys, integrityKeys),
+        Effect.timeoutOrElse({ duration: BATCH_TIMEOUT, orElse: () => Effect.fail("timeout" as const) }),
+        // typed failures and defects alike (a connection lost mid-transaction can surface as a defect)
+        Effect.catchCause((cause) => Cause.hasInterruptsOnly(cause) ? Effect.interrupt : Effect.fail(classifyFailure(Cause.squash(cause)))),
+        Effect.tapError((failure) =>
+          Effect.gen(function*() {
+            attempts++
+            if (failure.kind === "data") return
+            remember(items.map((item) => item.entry.id), failure.reason)
+            if (failure.kind === "other") unexplained++
+            if (!retrying(failure)) return
+            yield* Metric.update(builderRetries, 1)
+            // a long outage logs its first failures, then one line a minute or so
+            if (attempts <= 3 || attempts % 12 === 0) {
+              yield* Effect.logWarning("batch write failed; backing off", { captures: items.length, attempt: attempts, error: failure.reason })
+            }
+          })
+        ),
+        Effect.retry({ schedule: RETRY, while: retrying }),
+        Effect.exit
+      )
+      if (Exit.isSuccess(result)) {
+        if (attempts > 0) yield* Effect.logInfo("batch committed after retrying", { attempts: attempts + 1, captures: items.length })
+        return { committed: items, inserted: result.value.inserted, deadLettered: 0, released: [] }
+      }
+      const failure = Cause.squash(result.cause) as Failure
+      if (failure.kind === "data") {
+        if (items.length === 1) {
+          yield* deadLetter(items[0]!.entry, `database refused the decision: ${failure.reason}`)
+          return { committed: [], inserted: new Set<string>(), deadLettered: 1, released: [] }
+        }
+        // find the capture at fault; the rest of the batch commits
+        const half = Math.ceil(items.length / 2)
+        const first = yield* store(consumer, items.slice(0, half))
+        const second = yield* store(consumer, items.slice(half))
+        return {
+          committed: [...first.committed, ...second.committed],
+          inserted: new Set([...first.inserted, ...second.inserted]),
+          deadLettered: first.deadLettered + second.deadLettered,
+          released: [...first.released, ...second.released]
+        }
+      }
+      yield* Effect.logError("batch failed repeatedly; leaving it to redelivery", { captures: items.length, error: failure.reason })
+      return { committed: [], inserted: new Set<string>(), deadLettered: 0, released: items }
+    })
+
+  const process = Effect.fn("DecisionBuilder.process")(function*(consumer: string, entries: ReadonlyArray<StreamEntry>) {
+    let deadLettered = 0
+    const decoded: Array<{ entry: StreamEntry; capture: StorableCapture }> = []
+    for (const entry of entries) {
+      if (entry.deliveries > settings.maxDeliveries) {
+        const last = failures.get(entry.id) ?? "unknown (the consumers holding it stopped or timed out before finishing)"
+        yield* deadLetter(entry, `delivered ${entry.deliveries} times without being built; last failure: ${last}`)
+        deadLettered++
+        continue
+      }
+      const capture = yield* Effect.result(decodeEntry(entry.payload))
+      if (Result.isFailure(capture)) {
+        yield* deadLetter(entry, capture.failure.message)
+        deadLettered++
+        continue
+      }
+      decoded.push({ entry, capture: capture.success })
+    }
+    // what each workspace keeps decides what is derived and stored: without it nothing is built (redelivered later)
+    const policies = yield* Effect.result(policiesOf(decoded.map(({ capture }) => capture)))
+    if (Result.isFailure(policies)) {
+      yield* Effect.logWarning("content policies unreadable; the batch waits for redelivery", { captures: decoded.length, error: policies.failure.message })
+      return { built: 0, duplicates: 0, deadLettered, released: decoded.length }
+    }
+    const pending: Array<Pending> = []
+    for (const { entry, capture } of decoded) {
+      const policy = policies.success.get(workspaceKey(capture))!
+      const built = yield* Effect.result(reconstruct(beforeDerivation(capture, policy)))
+      if (Result.isFailure(built)) {
+        yield* deadLetter(entry, built.failure.message)
+        deadLettered++
+        continue
+      }
+      pending.push({ entry, reconstruction: afterDerivation(built.success, policy) })
+    }
+
+    const stored = yield* store(consumer, pending)
+    if (stored.committed.length > 0) {
+      yield* untilStreamAnswers("ack", stream.ack(stored.committed.map((item) => item.entry.id)))
+      for (const item of stored.committed) failures.delete(item.entry.id)
+    }
+    const now = yield* Clock.currentTimeMillis
+    for (const item of stored.committed) {
+      if (stored.inserted.has(item.reconstruction.capture.ledger_id)) {
+        yield* Metric.update(buildLatency, Math.max(0, now - item.reconstruction.capture.ended_at) / 1000)
+      }
+    }
+    yield* Metric.update(decisionsBuilt, stored.inserted.size)
+    return {
+      built: stored.inserted.size,
+      duplicates: stored.committed.length - stored.inserted.size,
+      deadLettered: deadLettered + stored.deadLettered,
+      released: stored.released.length
+    }
+  })
+
+  return DecisionBuilder.of({ process })
+})
 
 export class DecisionBuilder extends Context.Service<DecisionBuilder, {
   /** Builds the decisions of delivered entries and acknowledges them after commit (see the module comment). */
   process(consumer: string, entries: ReadonlyArray<StreamEntry>): Effect.Effect<BatchOutcome>
 }>()("ledger/builder/DecisionBuilder") {
-  static readonly layer = Layer.effect(
-    DecisionBuilder,
-    Effect.gen(function*() {
-      const settings = yield* LedgerConfig
-      const stream = yield* CaptureStream
-      const tenantSql = yield* TenantSql
-      const integrityKeys = yield* IntegrityKeys
-      const contentPolicies = yield* ContentPolicies
-      const gapMs = settings.sessionGapMinutes * 60_000
-      const failures = new Map<string, string>()
-
-      const remember = (ids: ReadonlyArray<string>, reason: string) => {
-        for (const id of ids) {
-          failures.delete(id)
-          failures.set(id, reason)
-        }
-        for (const id of failures.keys()) {
-          if (failures.size <= REMEMBERED_FAILURES) break
-          failures.delete(id)
-        }
-      }
-
-      const deadLetter = (entry: StreamEntry, reason: string) =>
-        untilStreamAnswers("dead-letter", stream.deadLetter(entry, reason)).pipe(
-          Effect.andThen(Metric.update(capturesDeadLettered, 1)),
-          Effect.andThen(Effect.logWarning("capture moved to the dead letters", { entry: entry.id, deliveries: entry.deliveries, reason })),
-          Effect.andThen(Effect.sync(() => failures.delete(entry.id)))
-        )
-
-      const workspaceKey = (scope: WorkspaceScope) => `${scope.tenant_id}/${scope.workspace_id}`
-      const policiesOf = (captures: ReadonlyArray<StorableCapture>) =>
-        Effect.gen(function*() {
-          const policies = new Map<string, ContentPolicy>()
-          for (const capture of captures) {
-            const key = workspaceKey(capture)
-            if (!policies.has(key)) policies.set(key, yield* contentPolicies.get(capture))
-          }
-          return policies
-        })
-
-      const store = (consumer: string, items: ReadonlyArray<Pending>): Effect.Effect<Stored> =>
-        Effect.gen(function*() {
-          if (items.length === 0) return { committed: [], inserted: new Set<string>(), deadLettered: 0, released: [] }
-          let attempts = 0
-          let unexplained = 0
-          const retrying = (failure: Failure) =>
-            failure.kind === "unavailable" || (failure.kind === "other" && unexplained < OTHER_FAILURE_ATTEMPTS)
-          const result = yield* storeBatch(items.map((item) => item.reconstruction), { gapMs, consumer }).pipe(
-            Effect.provideService(TenantSql, tenantSql),
-            Effect.provideService(IntegrityKeys, integrityKeys),
-            Effect.timeoutOrElse({ duration: BATCH_TIMEOUT, orElse: () => Effect.fail("timeout" as const) }),
-            // typed failures and defects alike (a connection lost mid-transaction can surface as a defect)
-            Effect.catchCause((cause) => Cause.hasInterruptsOnly(cause) ? Effect.interrupt : Effect.fail(classifyFailure(Cause.squash(cause)))),
-            Effect.tapError((failure) =>
-              Effect.gen(function*() {
-                attempts++
-                if (failure.kind === "data") return
-                remember(items.map((item) => item.entry.id), failure.reason)
-                if (failure.kind === "other") unexplained++
-                if (!retrying(failure)) return
-                yield* Metric.update(builderRetries, 1)
-                // a long outage logs its first failures, then one line a minute or so
-                if (attempts <= 3 || attempts % 12 === 0) {
-                  yield* Effect.logWarning("batch write failed; backing off", { captures: items.length, attempt: attempts, error: failure.reason })
-                }
-              })
-            ),
-            Effect.retry({ schedule: RETRY, while: retrying }),
-            Effect.exit
-          )
-          if (Exit.isSuccess(result)) {
-            if (attempts > 0) yield* Effect.logInfo("batch committed after retrying", { attempts: attempts + 1, captures: items.length })
-            return { committed: items, inserted: result.value.inserted, deadLettered: 0, released: [] }
-          }
-          const failure = Cause.squash(result.cause) as Failure
-          if (failure.kind === "data") {
-            if (items.length === 1) {
-              yield* deadLetter(items[0]!.entry, `database refused the decision: ${failure.reason}`)
-              return { committed: [], inserted: new Set<string>(), deadLettered: 1, released: [] }
-            }
-            // find the capture at fault; the rest of the batch commits
-            const half = Math.ceil(items.length / 2)
-            const first = yield* store(consumer, items.slice(0, half))
-            const second = yield* store(consumer, items.slice(half))
-            return {
-              committed: [...first.committed, ...second.committed],
-              inserted: new Set([...first.inserted, ...second.inserted]),
-              deadLettered: first.deadLettered + second.deadLettered,
-              released: [...first.released, ...second.released]
-            }
-          }
-          yield* Effect.logError("batch failed repeatedly; leaving it to redelivery", { captures: items.length, error: failure.reason })
-          return { committed: [], inserted: new Set<string>(), deadLettered: 0, released: items }
-        })
-
-      const process = Effect.fn("DecisionBuilder.process")(function*(consumer: string, entries: ReadonlyArray<StreamEntry>) {
-        let deadLettered = 0
-        const decoded: Array<{ entry: StreamEntry; capture: StorableCapture }> = []
-        for (const entry of entries) {
-          if (entry.deliveries > settings.maxDeliveries) {
-            const last = failures.get(entry.id) ?? "unknown (the consumers holding it stopped or timed out before finishing)"
-            yield* deadLetter(entry, `delivered ${entry.deliveries} times without being built; last failure: ${last}`)
-            deadLettered++
-            continue
-          }
-          const capture = yield* Effect.result(decodeEntry(entry.payload))
-          if (Result.isFailure(capture)) {
-            yield* deadLetter(entry, capture.failure.message)
-            deadLettered++
-            continue
-          }
-          decoded.push({ entry, capture: capture.success })
-        }
-        // what each workspace keeps decides what is derived and stored: without it nothing is built (redelivered later)
-        const policies = yield* Effect.result(policiesOf(decoded.map(({ capture }) => capture)))
-        if (Result.isFailure(policies)) {
-          yield* Effect.logWarning("content policies unreadable; the batch waits for redelivery", { captures: decoded.length, error: policies.failure.message })
-          return { built: 0, duplicates: 0, deadLettered, released: decoded.length }
-        }
-        const pending: Array<Pending> = []
-        for (const { entry, capture } of decoded) {
-          const policy = policies.success.get(workspaceKey(capture))!
-          const built = yield* Effect.result(reconstruct(beforeDerivation(capture, policy)))
-          if (Result.isFailure(built)) {
-            yield* deadLetter(entry, built.failure.message)
-            deadLettered++
-            continue
-          }
-          pending.push({ entry, reconstruction: afterDerivation(built.success, policy) })
-        }
-
-        const stored = yield* store(consumer, pending)
-        if (stored.committed.length > 0) {
-          yield* untilStreamAnswers("ack", stream.ack(stored.committed.map((item) => item.entry.id)))
-          for (const item of stored.committed) failures.delete(item.entry.id)
-        }
-        const now = yield* Clock.currentTimeMillis
-        for (const item of stored.committed) {
-          if (stored.inserted.has(item.reconstruction.capture.ledger_id)) {
-            yield* Metric.update(buildLatency, Math.max(0, now - item.reconstruction.capture.ended_at) / 1000)
-          }
-        }
-        yield* Metric.update(decisionsBuilt, stored.inserted.size)
-        return {
-          built: stored.inserted.size,
-          duplicates: stored.committed.length - stored.inserted.size,
-          deadLettered: deadLettered + stored.deadLettered,
-          released: stored.released.length
-        }
-      })
-
-      return DecisionBuilder.of({ process })
-    })
-  ).pipe(Layer.provide(ContentPolicies.layer))
+  /** The builder of the CaptureStream in context. */
+  static readonly layer = Layer.effect(DecisionBuilder, makeDecisionBuilder).pipe(Layer.provide(ContentPolicies.layer))
 }
-
-/**
- * The builder role's fibers: `builderConsumers` consumers of the group, a reclaimer taking over entries idle longer
- * than `reclaimIdleMs` (a dead consumer's), the throughput pruner, and the pruner of consumers of builders gone.
- */
-export const BuilderWorkers = Layer.effectDiscard(Effect.gen(function*() {
-  const settings = yield* LedgerConfig
-  const stream = yield* CaptureStream
-  const tenantSql = yield* TenantSql
-  const builder = yield* DecisionBuilder
-  const name = processConsumerName()
-
-  const consume = (consumer: string) =>
-    Effect.gen(function*() {
-      const entries = yield* untilStreamAnswers("read", stream.read(consumer, { count: settings.builderBatchSize, blockMs: READ_BLOCK_MS }))
-      if (entries.length > 0) yield* builder.process(consumer, entries)
-      // a short batch: let the next one gather (see builderLingerMs)
-      if (entries.length > 0 && entries.length < settings.builderBatchSize && settings.builderLingerMs > 0) {
-        yield* Effect.sleep(Duration.millis(settings.builderLingerMs))
-      }
-    }).pipe(Effect.forever)
-
-  // Reclaiming while the database is down would only move entries between stuck consumers and count deliveries
-  // against them: probe first.
-  const databaseAnswers = tenantSql.control(ScopedSql.use((sql) => sql`SELECT 1`)).pipe(
-    Effect.timeout(Duration.seconds(2)),
-    Effect.as(true),
-    Effect.catchCause(() => Effect.succeed(false))
-  )
-  const reclaimer = `${name}-reclaimer`
-  const reclaimEvery = Duration.millis(Math.min(Math.max(settings.reclaimIdleMs / 4, 250), 15_000))
-  const reclaim = Effect.gen(function*() {
-    yield* Effect.sleep(reclaimEvery)
-    if (!(yield* databaseAnswers)) return
-    while (true) {
-      const entries = yield* stream.reclaim(reclaimer, { minIdleMs: settings.reclaimIdleMs, count: settings.builderBatchSize })
-      if (entries.length === 0) return
-      yield* Effect.logInfo("reclaimed idle captures", { count: entries.length })
-      yield* builder.process(reclaimer, entries)
-      if (entries.length < settings.builderBatchSize) return
-    }
-  }).pipe(
-    Effect.catch((error) => Effect.logWarning("reclaim failed; retrying", { error: error.message })),
-    Effect.forever
-  )
-  const prune = pruneThroughput.pipe(
-    Effect.provideService(TenantSql, tenantSql),
-    Effect.catch((error) => Effect.logDebug("throughput prune failed", { error: error.message })),
-    Effect.delay(PRUNE_INTERVAL),
-    Effect.forever
-  )
-
-  const pruneConsumers = stream.pruneConsumers({ minIdleMs: Duration.toMillis(CONSUMER_IDLE_LIMIT) }).pipe(
-    Effect.tap((removed) => removed.length > 0 ? Effect.logInfo("removed consumers of builders gone", { consumers: removed }) : Effect.void),
-    Effect.catch((error) => Effect.logDebug("consumer prune failed", { error: error.message })),
-    Effect.delay(PRUNE_INTERVAL),
-    Effect.forever
-  )
-
-  for (let i = 0; i < settings.builderConsumers; i++) yield* supervise(`builder consumer ${i}`, consume(`${name}-${i}`))
-  yield* supervise("builder reclaimer", reclaim)
-  yield* supervise("throughput pruner", prune)
-  yield* supervise("consumer pruner", pruneConsumers)
-  yield* Effect.logInfo("decision builder started", { consumer: name, consumers: settings.builderConsumers })
-}))

@@ -21,11 +21,12 @@
  */
 import { Cause, Clock, Context, Duration, Effect, Exit, Fiber, Layer, Metric, Option, Queue, type Scope } from "effect"
 import { LedgerConfig } from "../config/LedgerConfig.ts"
-import { type BatchId, batchIds, CaptureStream } from "./CaptureStream.ts"
+import { type AgentOf, CaptureShards } from "./CaptureShards.ts"
+import { type BatchId, batchIds, type CaptureStream } from "./CaptureStream.ts"
 import { makeRepublisher, RECONCILE_MS } from "./Republisher.ts"
 import { backoff, steppedBackoff, supervise } from "../supervision/supervise.ts"
 import { adoptSpool, orphanSpoolDirs } from "./adoptSpools.ts"
-import { Spool, type SpoolStats, workerSpoolDir } from "./Spool.ts"
+import { shardSpoolDir, Spool, type SpoolStats } from "./Spool.ts"
 
 /** Text held in memory by the queue, in UTF-16 code units (captures carry whole request and response bodies). */
 const QUEUE_MAX_BYTES = 64 * 1024 * 1024
@@ -62,18 +63,32 @@ const alreadyPublished = Metric.counter("ledger_capture_batches_already_publishe
 const spooled = Metric.counter("ledger_capture_spooled_total", { description: "captures written to the spool", incremental: true })
 const lost = Metric.counter("ledger_capture_lost_total", { description: "captures neither published nor spooled (the spool could not be written)", incremental: true })
 
-const make = (worker: { readonly index: number; readonly count: number }) =>
-  Effect.gen(function*(): Effect.fn.Return<CapturePublisher["Service"], never, LedgerConfig | CaptureStream | Scope.Scope> {
+/** One shard's publisher: what the module comment describes, for one stream and one spool directory. */
+interface ShardPublisher {
+  offer(payload: string): void
+  readonly queued: () => number
+  readonly spoolStats: () => SpoolStats
+  readonly settled: Effect.Effect<void>
+}
+
+/** Labels one shard's figures when there are several (`shard="<i>"`); a single stream's stay unlabelled. */
+const labelled = <M extends Metric.Metric<any, any>>(metric: M, attributes: Metric.Metric.AttributeSet | undefined): M =>
+  attributes === undefined ? metric : Metric.withAttributes(metric, attributes) as M
+
+const makeShardPublisher = (
+  stream: CaptureStream["Service"],
+  place: { readonly dir: string; readonly orphans: ReadonlyArray<string>; readonly retainBytes: number; readonly attributes?: Metric.Metric.AttributeSet }
+) =>
+  Effect.gen(function*(): Effect.fn.Return<ShardPublisher, never, LedgerConfig | Scope.Scope> {
     const config = yield* LedgerConfig
-    const stream = yield* CaptureStream
     const context = yield* Effect.context<never>()
     const batchSize = Math.max(1, config.captureBatchSize)
-    const dir = workerSpoolDir(config.dataDir, worker.index)
+    const dir = place.dir
     const limits = { maxEntries: batchSize * 4, maxBytes: SPOOL_BATCH_MAX_BYTES }
     const spool = Spool.open(dir, limits)
-    for (const orphan of orphanSpoolDirs(config.dataDir, worker.index, worker.count)) {
+    for (const orphan of place.orphans) {
       const moved = adoptSpool(orphan, spool, limits)
-      yield* Effect.logInfo("took over the capture spool of a gateway worker that no longer runs", { dir: orphan, captures: moved })
+      yield* Effect.logInfo("took over a capture spool no longer published from (a gateway worker or a shard gone)", { dir: orphan, into: dir, captures: moved })
     }
     /** ids of the batches this publisher takes from the queue, in the order it publishes them */
     const nextBatchId = batchIds()
@@ -85,7 +100,7 @@ const make = (worker: { readonly index: number; readonly count: number }) =>
     if (!spool.isEmpty) yield* Effect.logInfo("capture spool holds captures from a previous run; replaying", spool.stats)
     // the in-process stream dies with the process: there is nothing to publish again to
     const republisher = stream.backend === "redis"
-      ? yield* makeRepublisher(stream, spool, dir, config.captureRetainBytes, context)
+      ? yield* makeRepublisher(stream, spool, dir, place.retainBytes, context, place.attributes)
       : undefined
     /** epoch ms of the next check of what the republisher keeps */
     let reconcileAt = 0
@@ -280,9 +295,9 @@ const make = (worker: { readonly index: number; readonly count: number }) =>
     )
 
     const registrations = [
-      Metric.registerUnsafe(queueDepth, context, { get: () => ({ value: Queue.sizeUnsafe(queue) }), update: () => {}, modify: () => {} }),
-      Metric.registerUnsafe(spoolEntries, context, { get: () => ({ value: spool.stats.entries }), update: () => {}, modify: () => {} }),
-      Metric.registerUnsafe(spoolBytes, context, { get: () => ({ value: spool.stats.bytes }), update: () => {}, modify: () => {} })
+      Metric.registerUnsafe(labelled(queueDepth, place.attributes), context, { get: () => ({ value: Queue.sizeUnsafe(queue) }), update: () => {}, modify: () => {} }),
+      Metric.registerUnsafe(labelled(spoolEntries, place.attributes), context, { get: () => ({ value: spool.stats.entries }), update: () => {}, modify: () => {} }),
+      Metric.registerUnsafe(labelled(spoolBytes, place.attributes), context, { get: () => ({ value: spool.stats.bytes }), update: () => {}, modify: () => {} })
     ]
 
     yield* Effect.addFinalizer(() =>
@@ -303,26 +318,81 @@ const make = (worker: { readonly index: number; readonly count: number }) =>
       })
     )
 
-    const stats = Effect.sync((): PublisherStats => ({ queued: Queue.sizeUnsafe(queue), spool: spool.stats }))
     const settled = Effect.gen(function*() {
       while (pending > 0 || !spool.isEmpty) yield* Effect.sleep(10)
     })
 
+    return { offer, queued: () => Queue.sizeUnsafe(queue), spoolStats: () => spool.stats, settled }
+  })
+
+/** How often a gateway publishing to several shards raises the shard record (so builders read every one of them). */
+const REGISTER_INTERVAL = Duration.seconds(10)
+
+/**
+ * Gateway worker `worker.index`'s publisher: one shard publisher per capture stream shard, each with its own spool
+ * directory (shardSpoolDir), and the spools of workers or shards gone handed to them (adoptSpools). A capture goes to
+ * its agent's shard.
+ */
+const make = (worker: { readonly index: number; readonly count: number }) =>
+  Effect.gen(function*(): Effect.fn.Return<CapturePublisher["Service"], never, LedgerConfig | CaptureShards | Scope.Scope> {
+    const config = yield* LedgerConfig
+    const shards = yield* CaptureShards
+    const count = shards.streams.length
+    const orphans = orphanSpoolDirs(config.dataDir, worker.index, worker.count, count)
+    const publishers: Array<ShardPublisher> = []
+    for (const [shard, stream] of shards.streams.entries()) {
+      publishers.push(yield* makeShardPublisher(stream, {
+        dir: shardSpoolDir(config.dataDir, worker.index, shard),
+        orphans: orphans.filter((orphan) => orphan.shard === shard).map((orphan) => orphan.dir),
+        retainBytes: Math.floor(config.captureRetainBytes / count),
+        ...(count > 1 ? { attributes: { shard: String(shard) } } : {})
+      }))
+    }
+    if (count > 1) {
+      // builders read every shard the record names; a gateway keeps it up while it runs (builders lower it after a
+      // resharding once the shards beyond it are drained)
+      yield* shards.register.pipe(
+        Effect.catch((error) => Effect.logDebug("capture shard record not raised; retrying", { error: error.message })),
+        Effect.andThen(Effect.sleep(REGISTER_INTERVAL)),
+        Effect.forever,
+        Effect.forkScoped
+      )
+    }
+    const first = publishers[0]!
+    const offer = count === 1
+      ? (payload: string) => first.offer(payload)
+      : (payload: string, agent: AgentOf) => publishers[shards.shardOf(agent)]!.offer(payload)
+    const stats = Effect.sync((): PublisherStats => {
+      let queued = 0
+      let entries = 0
+      let bytes = 0
+      for (const publisher of publishers) {
+        queued += publisher.queued()
+        const spool = publisher.spoolStats()
+        entries += spool.entries
+        bytes += spool.bytes
+      }
+      return { queued, spool: { entries, bytes } }
+    })
+    const settled = Effect.forEach(publishers, (publisher) => publisher.settled, { discard: true })
     return CapturePublisher.of({ offer, stats, settled })
   })
 
 export class CapturePublisher extends Context.Service<CapturePublisher, {
-  /** Hands one capture (JSON text, no raw newline) to the publisher; never waits, never drops silently. */
-  offer(payload: string): void
+  /**
+   * Hands one capture (JSON text, no raw newline) to the publisher, for the shard of its agent; never waits, never
+   * drops silently.
+   */
+  offer(payload: string, agent: AgentOf): void
   readonly stats: Effect.Effect<PublisherStats>
   /** Waits until everything offered so far is in the stream: queue empty, nothing in flight, spool replayed. */
   readonly settled: Effect.Effect<void>
 }>()("ledger/capture/CapturePublisher") {
   /**
-   * The publisher of gateway worker `index` of `count`: its own spool directory (workerSpoolDir), and the spools of
+   * The publisher of gateway worker `index` of `count`: its own spool directories (shardSpoolDir), and the spools of
    * workers that no longer run handed to it (adoptSpools).
    */
-  static layerFor(worker: { readonly index: number; readonly count: number }): Layer.Layer<CapturePublisher, never, LedgerConfig | CaptureStream> {
+  static layerFor(worker: { readonly index: number; readonly count: number }): Layer.Layer<CapturePublisher, never, LedgerConfig | CaptureShards> {
     return Layer.effect(CapturePublisher, make(worker))
   }
 

@@ -14,8 +14,7 @@
  * publish — not one per batch, which at ~200 batches/s per gateway would hold millions of keys for a day-long
  * window.
  */
-import { Clock, Effect, Layer, Option, Redacted } from "effect"
-import { type CommandParser, createClient, createCluster, defineScript } from "redis"
+import { Clock, Effect, Layer, type Scope } from "effect"
 import { LedgerConfig } from "../config/LedgerConfig.ts"
 import {
   type BatchId,
@@ -26,142 +25,16 @@ import {
   successor,
   trimPeriodically
 } from "./CaptureStream.ts"
+import { call, type Client, clusterKey, COMMAND_TIMEOUT_MS, connect, errorMessage, readerOf, type RedisTarget, resolveTarget } from "./redisConnection.ts"
 
-const COMMAND_TIMEOUT_MS = 5_000
-const CONNECT_TIMEOUT_MS = 2_000
 /** dead letters moved per MULTI when replaying all of them */
 const REPLAY_PAGE = 500
-
-/** Reconnect forever, 50 ms doubling to 2 s plus jitter, so many processes do not reconnect in lockstep. */
-const reconnectDelay = (retries: number) => Math.min(50 * 2 ** retries, 2_000) + Math.floor(Math.random() * 100)
-
-/**
- * KEYS: the stream, the producer's key. ARGV: the batch number, the producer key's TTL in seconds, the payloads.
- * Appends the payloads and records the number, unless a batch numbered at or above it was appended already. The
- * record is written after the entries: a script stopped half-way could only lead to a duplicate on retry, never to
- * a loss. Replies the producer's previous number, the stream's newest id after the call ('' for none), then the
- * ids appended.
- */
-const publishBatch = defineScript({
-  NUMBER_OF_KEYS: 2,
-  SCRIPT: `
-local seq = tonumber(ARGV[1])
-local last = tonumber(redis.call('GET', KEYS[2]) or '0')
-if seq <= last then
-  local newest = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
-  return {tostring(last), newest[1] and newest[1][1] or ''}
-end
-local reply = {tostring(last), ''}
-for i = 3, #ARGV do reply[#reply + 1] = redis.call('XADD', KEYS[1], '*', 'c', ARGV[i]) end
-reply[2] = reply[#reply]
-redis.call('SET', KEYS[2], ARGV[1], 'EX', ARGV[2])
-return reply`,
-  parseCommand(parser: CommandParser, stream: string, producerKey: string, seq: number, ttlSeconds: number, payloads: ReadonlyArray<string>) {
-    parser.pushKey(stream)
-    parser.pushKey(producerKey)
-    parser.push(String(seq), String(ttlSeconds), ...payloads)
-  },
-  transformReply: (reply: ReadonlyArray<string>) => reply
-})
-
-/**
- * KEYS: the stream, then producer keys. ARGV: the group. Replies the group's last delivered id and its oldest
- * pending id ('' for none, or both '' when there is no stream or group), then each producer's recorded number.
- * One script: the records and the group's progress are read at the same moment.
- */
-const readProgress = defineScript({
-  // the number of keys varies: parseCommand gives it
-  SCRIPT: `
-local reply = {'', ''}
-for i = 2, #KEYS do reply[#reply + 1] = redis.call('GET', KEYS[i]) or '0' end
-if redis.call('EXISTS', KEYS[1]) == 0 then return reply end
-for _, group in ipairs(redis.call('XINFO', 'GROUPS', KEYS[1])) do
-  local fields = {}
-  for i = 1, #group, 2 do fields[group[i]] = group[i + 1] end
-  if fields['name'] == ARGV[1] then
-    reply[1] = fields['last-delivered-id']
-    local oldest = redis.call('XPENDING', KEYS[1], ARGV[1], '-', '+', 1)
-    if oldest[1] then reply[2] = oldest[1][1] end
-  end
-end
-return reply`,
-  parseCommand(parser: CommandParser, stream: string, group: string, producerKeys: ReadonlyArray<string>) {
-    parser.push(String(1 + producerKeys.length))
-    parser.pushKey(stream)
-    for (const producerKey of producerKeys) parser.pushKey(producerKey)
-    parser.push(group)
-  },
-  transformReply: (reply: ReadonlyArray<string>) => reply
-})
-
-/**
- * KEYS: the stream. ARGV: the group, the idle threshold in ms. Deletes the consumers with nothing pending idle longer
- * than the threshold (none when the stream does not exist; a missing group fails with NOGROUP) (`idle`: since the consumer's last read or claim attempt) and returns their names. One script,
- * so no entry can be delivered to a consumer between the check and its deletion (deleting a consumer drops its
- * pending entries from the group).
- */
-const pruneConsumers = defineScript({
-  NUMBER_OF_KEYS: 1,
-  SCRIPT: `
-local removed = {}
-if redis.call('EXISTS', KEYS[1]) == 0 then return removed end
-for _, consumer in ipairs(redis.call('XINFO', 'CONSUMERS', KEYS[1], ARGV[1])) do
-  local fields = {}
-  for i = 1, #consumer, 2 do fields[consumer[i]] = consumer[i + 1] end
-  if fields['pending'] == 0 and fields['idle'] > tonumber(ARGV[2]) then
-    redis.call('XGROUP', 'DELCONSUMER', KEYS[1], ARGV[1], fields['name'])
-    removed[#removed + 1] = fields['name']
-  end
-end
-return removed`,
-  parseCommand(parser: CommandParser, stream: string, group: string, minIdleMs: number) {
-    parser.pushKey(stream)
-    parser.push(group, String(Math.max(0, Math.floor(minIdleMs))))
-  },
-  transformReply: (reply: ReadonlyArray<string>) => reply
-})
-
-const makeClient = (url: string) =>
-  createClient({
-    url,
-    // EVALSHA, falling back to EVAL (which caches the script) after a NOSCRIPT: the script text is sent once
-    scripts: { publishBatch, readProgress, pruneConsumers },
-    // node-redis otherwise queues commands while disconnected and callers wait until Redis returns.
-    disableOfflineQueue: true,
-    socket: { connectTimeout: CONNECT_TIMEOUT_MS, reconnectStrategy: reconnectDelay },
-    // node-redis's own bound on single commands; `call` bounds MULTI and pipelines as well
-    commandOptions: { timeout: COMMAND_TIMEOUT_MS }
-  })
-
-type Client = ReturnType<typeof makeClient>
-
-/**
- * A Redis Cluster client over the given start nodes, with the same per-node settings. It answers the commands this
- * stream sends as a single client does, each routed to the node of its key (every key of the stream shares one hash
- * slot: `clusterKey`), so the stream types it as one.
- */
-const makeCluster = (urls: ReadonlyArray<string>) =>
-  createCluster({
-    rootNodes: urls.map((url) => ({ url })),
-    scripts: { publishBatch, readProgress, pruneConsumers },
-    defaults: { disableOfflineQueue: true, socket: { connectTimeout: CONNECT_TIMEOUT_MS, reconnectStrategy: reconnectDelay } },
-    commandOptions: { timeout: COMMAND_TIMEOUT_MS }
-  }) as unknown as Client
-
-/**
- * The stream key on a cluster: scripts and MULTI touch the stream, its dead letters and the producers' records
- * together, so they must hash to one slot — a key without a hash tag is wrapped in one (`{ledger:captures}`), and the
- * others are named after it.
- */
-export const clusterKey = (key: string) => /\{[^}]+\}/.test(key) ? key : `{${key}}`
 
 /** An entry as node-redis returns it (its XREADGROUP typing leaves messages untyped). */
 interface StreamMessage {
   readonly id: string
   readonly message: Readonly<Record<string, string>>
 }
-
-const errorMessage = (cause: unknown) => cause instanceof Error ? cause.message : String(cause)
 
 /** The group (or the whole stream) is gone: first use, or Redis restarted without persistence. */
 const isMissingGroup = (error: StreamUnavailable) => {
@@ -170,138 +43,25 @@ const isMissingGroup = (error: StreamUnavailable) => {
 }
 
 /**
- * Runs one Redis call (or several issued in the same tick, which node-redis writes as one pipeline). The
- * readiness check matters for MULTI: unlike single commands it is queued while disconnected, and would wait for
- * the next reconnect attempt to fail (seconds when the network drops packets) or, past our timeout, run after the
- * caller already gave up and spooled the batch.
+ * The capture stream at `key` (wrapped in a hash tag on a cluster), with its own connections, closed with the scope.
+ * Several live side by side in one process when the stream is sharded (CaptureShards).
  */
-const call = <A>(client: Client, operation: string, run: () => Promise<A>, timeoutMs = COMMAND_TIMEOUT_MS) =>
-  Effect.suspend(() =>
-    client.isReady
-      ? Effect.tryPromise({
-        try: run,
-        catch: (cause) => new StreamUnavailable({ message: `Redis ${operation} failed: ${errorMessage(cause)}`, cause })
-      }).pipe(
-        Effect.timeoutOrElse({
-          duration: timeoutMs,
-          orElse: () => Effect.fail(new StreamUnavailable({ message: `Redis ${operation} timed out after ${timeoutMs} ms` }))
-        })
-      )
-      : Effect.fail(new StreamUnavailable({ message: `Redis ${operation} failed: not connected` }))
-  )
-
-/**
- * Whether the Redis at `url` is a node of a cluster (`INFO cluster`), asked once at start. A Redis that does not
- * answer within the connect timeout is taken for a standalone one: name the nodes in LEDGER_REDIS_CLUSTER to run on a
- * cluster that may be down when the process starts.
- */
-const isClusterNode = (url: string) =>
-  Effect.promise(async () => {
-    let probe: ReturnType<typeof createClient> | undefined
-    try {
-      probe = createClient({ url, socket: { connectTimeout: CONNECT_TIMEOUT_MS, reconnectStrategy: false } })
-      probe.on("error", () => {})
-      await probe.connect()
-      return /^cluster_enabled:1/m.test(await probe.info("cluster"))
-    } catch {
-      // unreachable, or not a valid URL (which opening the stream reports)
-      return false
-    } finally {
-      probe?.destroy()
-    }
-  })
-
-export const layer: Layer.Layer<CaptureStream, StreamUnavailable, LedgerConfig> = Layer.effect(
-  CaptureStream,
+export const make = (target: RedisTarget, baseKey: string): Effect.Effect<CaptureStream["Service"], StreamUnavailable, LedgerConfig | Scope.Scope> =>
   Effect.gen(function*() {
     const settings = yield* LedgerConfig
-    const configured = settings.redisCluster.map(Redacted.value)
-    const url = configured.length > 0 ? "" : yield* Option.match(settings.redisUrl, {
-      onNone: () => Effect.fail(new StreamUnavailable({ message: "REDIS_URL is not set" })),
-      onSome: (url) => Effect.succeed(Redacted.value(url))
-    })
-    const cluster = configured.length > 0 ? configured : (yield* isClusterNode(url)) ? [url] : []
-    if (configured.length === 0 && cluster.length > 0) {
-      yield* Effect.logInfo("REDIS_URL names a node of a Redis Cluster: the capture stream runs on the cluster")
-    }
-    const key = cluster.length > 0 ? clusterKey(settings.streamKey) : settings.streamKey
+    const key = target.cluster.length > 0 ? clusterKey(baseKey) : baseKey
     const group = settings.streamGroup
     const deadKey = `${key}:dead`
-    const context = yield* Effect.context<never>()
-    const runFork = Effect.runForkWith(context)
-
-    /**
-     * Starts connecting and waits for the first outcome (ready, or a first error such as a refused connection)
-     * without failing: a process started while Redis is down still starts, and reconnects in the background.
-     * Connection loss and recovery are logged once per transition, never with the URL (it may hold a password).
-     */
-    const open = (client: Client, name: string) =>
-      Effect.callback<void>((resume) => {
-        let down = false
-        client.on("error", (error: Error) => {
-          if (down) return
-          down = true
-          runFork(Effect.logWarning("Redis unreachable", { connection: name, error: error.message }))
-        })
-        // a cluster client is ready once it knows the slots ("connect"); its nodes' clients reconnect on their own
-        const ready = cluster.length > 0 ? "connect" : "ready"
-        client.on(ready, () => {
-          if (!down) return
-          down = false
-          runFork(Effect.logInfo("Redis connection restored", { connection: name }))
-        })
-        const settled = () => {
-          client.off(ready, settled)
-          client.off("error", settled)
-          resume(Effect.void)
-        }
-        client.on(ready, settled)
-        client.on("error", settled)
-        // A single client's connect rejects only when it is closed; until then it retries with reconnectDelay. A
-        // cluster's rejects when no start node answers: it is tried again until one does.
-        let attempts = 0
-        const connect = (): void =>
-          void client.connect().catch(() => {
-            if (cluster.length > 0 && !closed) setTimeout(connect, reconnectDelay(attempts++)).unref()
-          })
-        connect()
-        return Effect.sync(() => {
-          client.off(ready, settled)
-          client.off("error", settled)
-        })
-      }).pipe(Effect.timeoutOption(CONNECT_TIMEOUT_MS), Effect.asVoid)
-
-    /** close() lets in-flight commands finish; destroy() if Redis does not answer in time. */
-    const close = (client: Client) =>
-      Effect.tryPromise(() => client.close()).pipe(
-        Effect.timeoutOrElse({ duration: CONNECT_TIMEOUT_MS, orElse: () => Effect.sync(() => client.destroy()) }),
-        Effect.ignore
-      )
-
-    let closed = false
-    const client = yield* Effect.acquireRelease(
-      Effect.try({
-        try: () => cluster.length > 0 ? makeCluster(cluster) : makeClient(url),
-        // The parse error would quote the URL, password included: report without it.
-        catch: () => new StreamUnavailable({ message: configured.length > 0 ? "LEDGER_REDIS_CLUSTER is not a list of valid Redis nodes" : "REDIS_URL is not a valid Redis URL" })
-      }),
-      close
-    )
-    // (finalizers run last first: no retry of a cluster's connect once closing begins)
-    yield* Effect.addFinalizer(() => Effect.sync(() => (closed = true)))
-    yield* open(client, "main")
-
+    const client = yield* connect(target, key === baseKey && target.cluster.length === 0 ? "main" : `main ${key}`)
     const readers = new Map<string, Client>()
     // Blocked reads are abandoned on shutdown: what they would have delivered stays pending and is reclaimed.
     yield* Effect.addFinalizer(() => Effect.sync(() => readers.forEach((reader) => reader.destroy())))
     const readerFor = (consumer: string) =>
       Effect.suspend(() => {
         const existing = readers.get(consumer)
-        if (existing !== undefined) return Effect.succeed(existing)
-        // No client-side timeout: BLOCK bounds the command, and `call` adds a margin above it.
-        const reader = client.duplicate({ commandOptions: { timeout: 0 } })
-        readers.set(consumer, reader)
-        return open(reader, `reader ${consumer}`).pipe(Effect.as(reader))
+        return existing !== undefined ? Effect.succeed(existing) : readerOf(client, target, `reader ${consumer}`).pipe(
+          Effect.tap((reader) => Effect.sync(() => readers.set(consumer, reader)))
+        )
       })
 
     const ensureGroup = call(client, "XGROUP CREATE", () =>
@@ -528,5 +288,13 @@ export const layer: Layer.Layer<CaptureStream, StreamUnavailable, LedgerConfig> 
       pruneConsumers: pruneIdleConsumers,
       trim
     })
+  })
+
+/** The (unsharded) capture stream at LEDGER_STREAM_KEY. */
+export const layer: Layer.Layer<CaptureStream, StreamUnavailable, LedgerConfig> = Layer.effect(
+  CaptureStream,
+  Effect.gen(function*() {
+    const settings = yield* LedgerConfig
+    return yield* make(yield* resolveTarget(settings), settings.streamKey)
   })
 )

@@ -47,10 +47,14 @@ export const makeRepublisher = (
   spool: Spool,
   dir: string,
   maxBytes: number,
-  context: Context.Context<never>
+  context: Context.Context<never>,
+  /** labels of this shard's figures, when the stream has several */
+  attributes?: Metric.Metric.AttributeSet
 ): Effect.Effect<Republisher> =>
   Effect.gen(function*() {
     const retention = Retention.open(dir, maxBytes)
+    const entriesGauge = attributes === undefined ? retainedEntries : Metric.withAttributes(retainedEntries, attributes)
+    const bytesGauge = attributes === undefined ? retainedBytes : Metric.withAttributes(retainedBytes, attributes)
     if (retention.droppedTornBytes > 0) {
       yield* Effect.logWarning("capture retention ended in a partly written batch (a crash while writing it); dropped it", {
         bytes: retention.droppedTornBytes
@@ -60,8 +64,8 @@ export const makeRepublisher = (
 
     const measure = () => {
       const stats = retention.stats
-      retainedEntries.updateUnsafe(stats.entries, context)
-      retainedBytes.updateUnsafe(stats.bytes, context)
+      entriesGauge.updateUnsafe(stats.entries, context)
+      bytesGauge.updateUnsafe(stats.bytes, context)
     }
     measure()
 

@@ -36,30 +36,47 @@ const EMPTY = Buffer.alloc(0)
 
 export const spoolDir = (dataDir: string) => Path.join(dataDir, "spool")
 
-const WORKER_DIR = /^worker-(\d{1,4})$/
+const SPOOL_DIR = /^(?:worker-(\d{1,4}))?(?:-?shard-(\d{1,4}))?$/
 
 /**
- * The spool directory of gateway worker `index` (`ledger serve --gateway-workers N`): worker 0 keeps a single
- * gateway's, `<dataDir>/spool`; worker i its own `<dataDir>/spool/worker-<i>` (one process, one thread per spool).
+ * The spool directory of gateway worker `worker` (`ledger serve --gateway-workers N`) for capture stream shard `shard`
+ * (LEDGER_CAPTURE_SHARDS): worker 0's shard 0 is a single gateway's, `<dataDir>/spool`; the others sit beside it in
+ * `<dataDir>/spool/worker-<w>`, `spool/shard-<s>` and `spool/worker-<w>-shard-<s>` (one publisher per spool).
  */
-export const workerSpoolDir = (dataDir: string, index: number) =>
-  index === 0 ? spoolDir(dataDir) : Path.join(spoolDir(dataDir), `worker-${index}`)
+export const shardSpoolDir = (dataDir: string, worker: number, shard: number) => {
+  if (worker === 0 && shard === 0) return spoolDir(dataDir)
+  const name = [worker > 0 ? `worker-${worker}` : "", shard > 0 ? `shard-${shard}` : ""].filter((part) => part !== "").join("-")
+  return Path.join(spoolDir(dataDir), name)
+}
 
-/** The workers' spool directories present under `dataDir`, by worker index (0 included when it exists). */
-export const workerSpoolDirs = (dataDir: string): ReadonlyMap<number, string> => {
-  const dirs = new Map<number, string>()
+/** The spool directory of gateway worker `index`'s first shard. */
+export const workerSpoolDir = (dataDir: string, index: number) => shardSpoolDir(dataDir, index, 0)
+
+export interface SpoolPlace {
+  readonly worker: number
+  readonly shard: number
+  readonly dir: string
+}
+
+/** The spool directories present under `dataDir` (worker 0's shard 0 first, when it exists). */
+export const spoolDirs = (dataDir: string): ReadonlyArray<SpoolPlace> => {
   let names: Array<string>
   try {
     names = Fs.readdirSync(spoolDir(dataDir))
   } catch {
-    return dirs
+    return []
   }
-  dirs.set(0, spoolDir(dataDir))
+  const places: Array<SpoolPlace> = [{ worker: 0, shard: 0, dir: spoolDir(dataDir) }]
   for (const name of names) {
-    const match = WORKER_DIR.exec(name)
-    if (match !== null && Number(match[1]) > 0) dirs.set(Number(match[1]), Path.join(spoolDir(dataDir), name))
+    const match = SPOOL_DIR.exec(name)
+    if (match === null || name === "") continue
+    const worker = Number(match[1] ?? 0)
+    const shard = Number(match[2] ?? 0)
+    // `worker-0`, `shard-0` and a bare `-shard-1` are not names this module gives
+    if ((worker === 0 && shard === 0) || shardSpoolDir(dataDir, worker, shard) !== Path.join(spoolDir(dataDir), name)) continue
+    places.push({ worker, shard, dir: Path.join(spoolDir(dataDir), name) })
   }
-  return dirs
+  return places.sort((a, b) => a.worker - b.worker || a.shard - b.shard)
 }
 
 export interface SpoolStats {
@@ -129,13 +146,13 @@ const countLines = (fd: number, from: number, to: number): number => {
 }
 
 /**
- * What is waiting in the spools of a data directory (every gateway worker's), read from the files (for `ledger
+ * What is waiting in the spools of a data directory (every gateway worker's, every shard's), read from the files (for `ledger
  * status` in another process). Zero when there are none.
  */
 export const readSpoolStats = (dataDir: string): SpoolStats => {
   let entries = 0
   let bytes = 0
-  for (const dir of workerSpoolDirs(dataDir).values()) {
+  for (const { dir } of spoolDirs(dataDir)) {
     const stats = readDirStats(dir)
     entries += stats.entries
     bytes += stats.bytes

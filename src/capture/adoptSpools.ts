@@ -1,7 +1,9 @@
 /**
- * Spools left by gateway workers that no longer run (`--gateway-workers` lowered, e.g. 4 → 2): worker `i` of `count`
- * takes over the spool directories of workers `j >= count` with `j mod count = i` when it starts, so nothing they
- * held is lost.
+ * Spools left by gateway workers that no longer run (`--gateway-workers` lowered, e.g. 4 → 2) or by capture stream
+ * shards no longer published to (LEDGER_CAPTURE_SHARDS lowered): worker `i` of `count` takes over, when it starts, the
+ * spool directories of workers `j >= count` with `j mod count = i`, and its own of shards `s >= shards`; shard `s`'s
+ * go to its shard `s mod shards`. Nothing they held is lost; a capture may reach the builders through another shard
+ * than its agent's, which costs only parallelism (every builder locks the agents it writes).
  *
  * A spool directory holds two things, and both move into the adopting worker's spool under their batch ids:
  * - what was never published (or whose publish failed): replayed like any spooled batch;
@@ -12,11 +14,19 @@
  */
 import * as Fs from "node:fs"
 import { Retention } from "./Retention.ts"
-import { Spool, type SpoolLimits, workerSpoolDirs } from "./Spool.ts"
+import { Spool, type SpoolLimits, spoolDirs } from "./Spool.ts"
 
-/** The spool directories worker `index` of `count` takes over. */
-export const orphanSpoolDirs = (dataDir: string, index: number, count: number): ReadonlyArray<string> =>
-  [...workerSpoolDirs(dataDir)].filter(([worker]) => worker >= count && worker % count === index).map(([, dir]) => dir)
+/** A spool directory to take over, and the shard of the adopting worker that takes it. */
+export interface OrphanSpool {
+  readonly dir: string
+  readonly shard: number
+}
+
+/** The spool directories worker `index` of `count`, publishing to `shards` shards, takes over. */
+export const orphanSpoolDirs = (dataDir: string, index: number, count: number, shards = 1): ReadonlyArray<OrphanSpool> =>
+  spoolDirs(dataDir)
+    .filter(({ shard, worker }) => (worker >= count || shard >= shards) && worker % count === index)
+    .map(({ dir, shard }) => ({ dir, shard: shard % shards }))
 
 /** Moves what `dir` holds into `into` and removes `dir`; returns the captures moved. */
 export const adoptSpool = (dir: string, into: Spool, limits: SpoolLimits): number => {

@@ -54,6 +54,8 @@ export interface LedgerSettings {
   readonly logLevel: string
   /** Redis stream key of captures, its consumer group and dead-letter stream (prefix for per-run isolation) */
   readonly streamKey: string
+  /** shards of the capture stream (LEDGER_CAPTURE_SHARDS): captures spread over them by agent */
+  readonly captureShards: number
   readonly streamGroup: string
   /** deliveries after which a capture that keeps failing moves to the dead letters */
   readonly maxDeliveries: number
@@ -216,6 +218,15 @@ export const checkedGatewayWorkers = (workers: number, source: string): number =
   return workers
 }
 
+export const MAX_CAPTURE_SHARDS = 64
+
+const checkedCaptureShards = (shards: number): number => {
+  if (!Number.isInteger(shards) || shards < 1 || shards > MAX_CAPTURE_SHARDS) {
+    throw new Error(`LEDGER_CAPTURE_SHARDS must be a whole number from 1 to ${MAX_CAPTURE_SHARDS}, not ${shards}`)
+  }
+  return shards
+}
+
 export const LOOPBACK_HOSTS = new Set(["127.0.0.1", "[::1]", "localhost"])
 
 const parseOidc = (
@@ -274,6 +285,7 @@ export const settingsConfig: Config.Config<LedgerSettings> = Config.all({
   sessionGapMinutes: Config.Number("LEDGER_SESSION_GAP_MINUTES").pipe(Config.withDefault(30)),
   logLevel: Config.String("LEDGER_LOG_LEVEL").pipe(Config.withDefault("info")),
   streamKey: Config.String("LEDGER_STREAM_KEY").pipe(Config.withDefault("ledger:captures")),
+  captureShards: Config.Int("LEDGER_CAPTURE_SHARDS").pipe(Config.withDefault(1)),
   streamGroup: Config.String("LEDGER_STREAM_GROUP").pipe(Config.withDefault("ledger-builders")),
   maxDeliveries: Config.Int("LEDGER_MAX_DELIVERIES").pipe(Config.withDefault(5)),
   builderConsumers: Config.Int("LEDGER_BUILDER_CONSUMERS").pipe(Config.withDefault(2)),
@@ -334,6 +346,7 @@ export const settingsConfig: Config.Config<LedgerSettings> = Config.all({
     sessionGapMinutes: c.sessionGapMinutes,
     logLevel: c.logLevel,
     streamKey: c.streamKey,
+    captureShards: checkedCaptureShards(c.captureShards),
     streamGroup: c.streamGroup,
     maxDeliveries: c.maxDeliveries,
     builderConsumers: c.builderConsumers,

@@ -302,7 +302,7 @@ export class Exchange implements Dispatcher.DispatchHandler {
       ended_at: Math.round(this.startedAt + now - this.t0),
       upstream_ms: round(upstreamMs)
     }
-    this.deps.publisher.offer(JSON.stringify(capture))
+    this.deps.publisher.offer(JSON.stringify(capture), capture)
   }
 }
 

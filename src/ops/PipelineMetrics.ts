@@ -1,10 +1,12 @@
 /**
- * The pipeline's figures for operators: capture stream gauges refreshed from `CaptureStream.stats` (the builder
+ * The pipeline's figures for operators: capture stream gauges refreshed from every shard's `CaptureStream.stats`,
+ * added up, and per shard when the stream has several (`ledger_stream_shard_*{shard="<i>"}`) (the builder
  * counts what it builds itself, src/builder/metrics.ts). They are Effect metrics, so `/metrics` on both ports shows
  * them (`PrometheusMetrics.format` in src/ops/Health.ts reads the process's registry).
  */
 import { Context, Duration, Effect, Layer, Metric } from "effect"
-import { CaptureStream, type StreamStats, type StreamUnavailable } from "../capture/CaptureStream.ts"
+import { CaptureShards, shardStats, totalStats } from "../capture/CaptureShards.ts"
+import type { CaptureStream, StreamStats, StreamUnavailable } from "../capture/CaptureStream.ts"
 
 export const streamLength = Metric.gauge("ledger_stream_length", {
   description: "entries in the capture stream (acknowledged entries are trimmed over time)"
@@ -20,6 +22,12 @@ export const oldestPendingSeconds = Metric.gauge("ledger_stream_oldest_pending_s
 })
 export const deadLetters = Metric.gauge("ledger_dead_letters", {
   description: "captures in the dead-letter stream (ledger dlq list)"
+})
+const shardLength = Metric.gauge("ledger_stream_shard_length", { description: "entries in one shard of the capture stream" })
+const shardLag = Metric.gauge("ledger_stream_shard_lag", { description: "captures of one shard not yet delivered to its builders' group" })
+const shardPending = Metric.gauge("ledger_stream_shard_pending", { description: "captures of one shard delivered and not yet acknowledged" })
+const shardOldestPending = Metric.gauge("ledger_stream_shard_oldest_pending_seconds", {
+  description: "age of one shard's oldest unacknowledged capture (0 when none)"
 })
 export const streamPersistence = Metric.gauge("ledger_stream_persistence", {
   description: "whether the capture stream's Redis keeps what it holds across a restart: 1 yes (AOF or RDB), 0 no, -1 cannot tell"
@@ -64,9 +72,20 @@ export class PipelineMetrics extends Context.Service<PipelineMetrics, {
   static readonly layer = Layer.effect(
     PipelineMetrics,
     Effect.gen(function*() {
-      const stream = yield* CaptureStream
+      const shards = yield* CaptureShards
+      const stream = shards.streams[0]!
       const refresh = Effect.gen(function*() {
-        const stats = yield* stream.stats
+        const each = yield* shardStats(shards)
+        const stats = totalStats(each)
+        if (each.length > 1) {
+          for (const { shard, stats } of each) {
+            const labels = { shard: String(shard) }
+            yield* Metric.update(Metric.withAttributes(shardLength, labels), stats.length)
+            if (stats.lag !== null) yield* Metric.update(Metric.withAttributes(shardLag, labels), stats.lag)
+            yield* Metric.update(Metric.withAttributes(shardPending, labels), stats.pending)
+            yield* Metric.update(Metric.withAttributes(shardOldestPending, labels), (stats.oldest_pending_ms ?? 0) / 1000)
+          }
+        }
         yield* Metric.update(streamLength, stats.length)
         // null when Redis cannot tell (entries deleted inside the unread range): keep the last figure
         if (stats.lag !== null) yield* Metric.update(streamLag, stats.lag)

@@ -12,7 +12,8 @@
  * A source that cannot be reached leaves its figures empty and says why in `problems`; the report itself never fails.
  */
 import { Context, Duration, Effect, Layer, Option } from "effect"
-import { CaptureStream, type DeadLetter, type StreamPersistence } from "../capture/CaptureStream.ts"
+import { CaptureShards, shardStats, totalStats } from "../capture/CaptureShards.ts"
+import type { DeadLetter, StreamPersistence, StreamStats } from "../capture/CaptureStream.ts"
 import { readSpoolStats, type SpoolStats } from "../capture/Spool.ts"
 import { LedgerConfig } from "../config/LedgerConfig.ts"
 import { ScopedSql, TenantSql } from "../store/TenantSql.ts"
@@ -28,6 +29,12 @@ export interface StreamFigures {
   readonly consumers: number | null
   /** whether Redis keeps the stream across a restart (Redis source only) */
   readonly persistence: StreamPersistence | null
+  /** each shard's figures when the stream has several (LEDGER_CAPTURE_SHARDS; Redis source only) */
+  readonly shards?: ReadonlyArray<ShardFigures>
+}
+
+export interface ShardFigures extends Omit<StreamStats, "backend"> {
+  readonly shard: number
 }
 
 export interface BuildFigures {
@@ -73,7 +80,7 @@ export class PipelineStatus extends Context.Service<PipelineStatus, {
     PipelineStatus,
     Effect.gen(function*() {
       const config = yield* LedgerConfig
-      const stream = yield* Effect.serviceOption(CaptureStream)
+      const shards = yield* Effect.serviceOption(CaptureShards)
       const tenantSql = yield* Effect.serviceOption(TenantSql)
       const host = config.host === "0.0.0.0" || config.host === "::" ? "127.0.0.1" : config.host
       const metricsUrl = `http://${host.includes(":") ? `[${host}]` : host}:${config.apiPort}/metrics`
@@ -87,20 +94,32 @@ export class PipelineStatus extends Context.Service<PipelineStatus, {
         catch: (error) => `the serving process's ${metricsUrl} is not reachable (${messageOf(error)})`
       }).pipe(Effect.timeoutOrElse({ duration: PROBE_TIMEOUT, orElse: () => Effect.fail(`${metricsUrl} did not answer`) }))
 
-      const streamFigures: Effect.Effect<StreamFigures, string> = Option.match(stream, {
-        onSome: (stream) =>
-          Effect.all([stream.stats, stream.persistence.pipe(Effect.orElseSucceed(() => null))]).pipe(
+      const streamFigures: Effect.Effect<StreamFigures, string> = Option.match(shards, {
+        onSome: (shards) =>
+          Effect.all([shardStats(shards), shards.streams[0]!.persistence.pipe(Effect.orElseSucceed(() => null))]).pipe(
             Effect.timeoutOrElse({ duration: PROBE_TIMEOUT, orElse: () => Effect.fail({ message: "Redis did not answer" }) }),
-            Effect.map(([stats, persistence]): StreamFigures => ({
-              source: "redis",
-              length: stats.length,
-              lag: stats.lag,
-              pending: stats.pending,
-              oldest_pending_ms: stats.oldest_pending_ms,
-              dead_letters: stats.dead_letters,
-              consumers: stats.consumers,
-              persistence
-            })),
+            Effect.map(([each, persistence]): StreamFigures => {
+              const stats = totalStats(each)
+              return {
+                source: "redis",
+                length: stats.length,
+                lag: stats.lag,
+                pending: stats.pending,
+                oldest_pending_ms: stats.oldest_pending_ms,
+                dead_letters: stats.dead_letters,
+                consumers: stats.consumers,
+                persistence,
+                ...(each.length > 1 ? { shards: each.map(({ shard, stats }): ShardFigures => ({
+                  shard,
+                  length: stats.length,
+                  lag: stats.lag,
+                  pending: stats.pending,
+                  oldest_pending_ms: stats.oldest_pending_ms,
+                  dead_letters: stats.dead_letters,
+                  consumers: stats.consumers
+                })) } : {})
+              }
+            }),
             Effect.mapError((error) => `stream: ${error.message}`)
           ),
         onNone: () =>
@@ -227,6 +246,13 @@ export const renderReport = (report: PipelineReport): string => {
         ? `${stream.persistence.detail}: a Redis restart loses what the stream holds (gateways publish again what they keep)`
         : stream.persistence.detail
     ]]),
+    ...(stream?.shards ?? []).map((shard) => [
+      `  shard ${shard.shard}`,
+      `lag ${number(shard.lag)}`,
+      `pending ${number(shard.pending)}${shard.oldest_pending_ms === null ? "" : ` (oldest ${formatAge(shard.oldest_pending_ms)})`}, length ${
+        number(shard.length)
+      }, dead letters ${number(shard.dead_letters)}`
+    ]),
     ["spool", spool === null ? "—" : `${number(spool.entries)} captures`, spool === null ? "" : formatBytes(spool.bytes)],
     [
       "decisions/s",

@@ -11,7 +11,7 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { DecisionBuilder } from "../../src/builder/DecisionBuilder.ts"
 import { CaptureStream } from "../../src/capture/CaptureStream.ts"
-import * as RedisCaptureStream from "../../src/capture/RedisCaptureStream.ts"
+import { CaptureShards } from "../../src/capture/CaptureShards.ts"
 import { LedgerConfig } from "../../src/config/LedgerConfig.ts"
 import { PipelineMetrics } from "../../src/ops/PipelineMetrics.ts"
 import { parseMetrics, type PipelineReport } from "../../src/ops/Status.ts"
@@ -21,7 +21,7 @@ import { captureJson, ledgerEnv, MINUTE, newWorkspace, runLedger, spawnBuilder, 
 
 const stack = Layer.unwrap(Effect.map(testKeyPrefix("status"), (prefix) =>
   Layer.mergeAll(DecisionBuilder.layer, PipelineMetrics.layer).pipe(
-    Layer.provideMerge(RedisCaptureStream.layer),
+    Layer.provideMerge(CaptureShards.redis),
     Layer.provideMerge(storeWithPoolLayer("postgres", { redisUrl: Option.some(Redacted.make(TEST_REDIS_URL)), streamKey: `${prefix}captures` }))
   )
 ))

@@ -7,7 +7,10 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Crypto from "node:crypto"
-import { BuilderWorkers, classifyFailure, DecisionBuilder } from "../../src/builder/DecisionBuilder.ts"
+import { BuilderWorkers } from "../../src/builder/BuilderWorkers.ts"
+import { ContentPolicies } from "../../src/builder/ContentPolicies.ts"
+import { classifyFailure, DecisionBuilder } from "../../src/builder/DecisionBuilder.ts"
+import { CaptureShards } from "../../src/capture/CaptureShards.ts"
 import { derive } from "../../src/builder/derive/derive.ts"
 import { extractSubjects } from "../../src/builder/derive/subjects.ts"
 import { CaptureStream } from "../../src/capture/CaptureStream.ts"
@@ -172,7 +175,7 @@ describe("DecisionBuilder", () => {
           yield* publish(orphaned)
           assert.strictEqual((yield* stream.read("dead-consumer", { count: 5, blockMs: 0 })).length, 5)
 
-          yield* Layer.build(BuilderWorkers)
+          yield* Layer.build(BuilderWorkers.pipe(Layer.provide(Layer.mergeAll(CaptureShards.single, ContentPolicies.layer))))
           const payloads = Array.from({ length: 40 }, (_, i) =>
             captureJson(identity, { agent_id: `agent-${i % 4}`, started_at: T0 + i * MINUTE, variant: i }))
           yield* publish(payloads)

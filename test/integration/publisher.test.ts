@@ -7,13 +7,16 @@
  * test/e2e/gateway-fault.test.ts.)
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Deferred, Effect, Layer } from "effect"
+import { Context, Deferred, Effect, Layer, Option, Redacted } from "effect"
+import * as Fs from "node:fs"
 import { PrometheusMetrics } from "effect/observability"
+import { CaptureShards, shardIndex } from "../../src/capture/CaptureShards.ts"
 import { CapturePublisher } from "../../src/capture/CapturePublisher.ts"
 import { CaptureStream, StreamUnavailable } from "../../src/capture/CaptureStream.ts"
 import * as MemoryCaptureStream from "../../src/capture/MemoryCaptureStream.ts"
-import { readSpoolStats } from "../../src/capture/Spool.ts"
+import { readSpoolStats, shardSpoolDir } from "../../src/capture/Spool.ts"
 import { LedgerConfig, type LedgerSettings } from "../../src/config/LedgerConfig.ts"
+import { tcpProxy, testKeyPrefix } from "../support/redis.ts"
 import { testSettings } from "../support/settings.ts"
 import { tempDir } from "../support/stack.ts"
 
@@ -47,6 +50,8 @@ const switchedStream = (sw: StreamSwitch) =>
     })
   ).pipe(Layer.provide(MemoryCaptureStream.layer))
 
+/** every capture of these tests is one agent's (one shard) */
+const AGENT = { tenant_id: "t", workspace_id: "w", agent_id: "a" }
 const payload = (n: number) => JSON.stringify({ n })
 const numbers = (payloads: ReadonlyArray<string>) => payloads.map((p) => JSON.parse(p).n as number)
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i)
@@ -66,7 +71,7 @@ const withPublisher = <A, E, R>(
   use: (publisher: CapturePublisher["Service"]) => Effect.Effect<A, E, R>
 ) =>
   Effect.scoped(Effect.gen(function*() {
-    const built = yield* Layer.build(CapturePublisher.layer.pipe(Layer.provide(Layer.succeedContext(context))))
+    const built = yield* Layer.build(CapturePublisher.layer.pipe(Layer.provide(CaptureShards.single), Layer.provide(Layer.succeedContext(context))))
     return yield* use(Context.get(built, CapturePublisher))
   }))
 
@@ -89,7 +94,7 @@ describe("CapturePublisher", () => {
       const context = yield* streamContext(sw, testSettings({ dataDir: yield* tempDir, captureBatchSize: 64 }))
       yield* withPublisher(context, (publisher) =>
         Effect.gen(function*() {
-          for (const n of range(1, 1_000)) publisher.offer(payload(n))
+          for (const n of range(1, 1_000)) publisher.offer(payload(n), AGENT)
           yield* publisher.settled
         }))
       assert.deepStrictEqual(numbers(yield* Effect.provide(readAll, context)), range(1, 1_000))
@@ -104,16 +109,16 @@ describe("CapturePublisher", () => {
       const failuresBefore = yield* metricValue("ledger_capture_publish_failures_total")
       yield* withPublisher(context, (publisher) =>
         Effect.gen(function*() {
-          for (const n of range(1, 50)) publisher.offer(payload(n))
+          for (const n of range(1, 50)) publisher.offer(payload(n), AGENT)
           yield* waitFor(() => Effect.map(publisher.stats, (stats) => stats.spool.entries === 50 && stats.queued === 0))
           assert.isAbove(yield* metricValue("ledger_capture_publish_failures_total"), failuresBefore)
           assert.strictEqual(yield* metricValue("ledger_capture_spool_entries"), 50)
           assert.isAbove(yield* metricValue("ledger_capture_spool_bytes"), 0)
           // still down: later captures queue up behind the spooled ones
-          for (const n of range(51, 80)) publisher.offer(payload(n))
+          for (const n of range(51, 80)) publisher.offer(payload(n), AGENT)
           yield* Effect.sleep(300)
           sw.down = false
-          for (const n of range(81, 100)) publisher.offer(payload(n))
+          for (const n of range(81, 100)) publisher.offer(payload(n), AGENT)
           yield* publisher.settled
           assert.deepStrictEqual((yield* publisher.stats).spool, { entries: 0, bytes: 0 })
         }))
@@ -127,7 +132,7 @@ describe("CapturePublisher", () => {
       const context = yield* streamContext(sw, testSettings({ dataDir: yield* tempDir, captureBatchSize: 16 }))
       yield* withPublisher(context, (publisher) =>
         Effect.gen(function*() {
-          for (const n of range(1, 60)) publisher.offer(payload(n))
+          for (const n of range(1, 60)) publisher.offer(payload(n), AGENT)
           yield* publisher.settled
         }))
       assert.strictEqual(sw.loseReplies, 0, "a reply was lost")
@@ -140,11 +145,11 @@ describe("CapturePublisher", () => {
       const context = yield* streamContext(sw, testSettings({ dataDir: yield* tempDir, captureBatchSize: 4 }))
       yield* withPublisher(context, (publisher) =>
         Effect.gen(function*() {
-          for (const n of range(1, 40)) publisher.offer(payload(n))
+          for (const n of range(1, 40)) publisher.offer(payload(n), AGENT)
           yield* waitFor(() => Effect.map(publisher.stats, (stats) => stats.spool.entries === 40))
           sw.loseReplies = 3
           sw.down = false
-          for (const n of range(41, 50)) publisher.offer(payload(n))
+          for (const n of range(41, 50)) publisher.offer(payload(n), AGENT)
           yield* publisher.settled
         }))
       assert.strictEqual(sw.loseReplies, 0, "replies were lost")
@@ -158,11 +163,11 @@ describe("CapturePublisher", () => {
       const context = yield* streamContext(sw, testSettings({ dataDir, captureBatchSize: 8 }))
       yield* withPublisher(context, (publisher) =>
         Effect.gen(function*() {
-          for (const n of range(1, 8)) publisher.offer(payload(n))
+          for (const n of range(1, 8)) publisher.offer(payload(n), AGENT)
           // the first batch lands, its reply is lost: spooled; the stream then goes away
           yield* waitFor(() => Effect.map(publisher.stats, (stats) => stats.spool.entries === 8))
           sw.down = true
-          for (const n of range(9, 20)) publisher.offer(payload(n))
+          for (const n of range(9, 20)) publisher.offer(payload(n), AGENT)
         }))
       assert.strictEqual(readSpoolStats(dataDir).entries, 20, "spooled on shutdown")
       assert.deepStrictEqual(numbers(yield* Effect.provide(readAll, context)), range(1, 8), "the batch in doubt had landed")
@@ -181,7 +186,7 @@ describe("CapturePublisher", () => {
       yield* withPublisher(context, (publisher) =>
         Effect.gen(function*() {
           // the first batch is taken and stalls in publish; the queue fills; the rest spills
-          for (const n of range(1, 100)) publisher.offer(payload(n))
+          for (const n of range(1, 100)) publisher.offer(payload(n), AGENT)
           const stats = yield* publisher.stats
           assert.isAtMost(stats.queued, 4)
           assert.isAtLeast(stats.spool.entries, 100 - 4 - 2)
@@ -198,7 +203,7 @@ describe("CapturePublisher", () => {
       const sw: StreamSwitch = { down: false, stall: null, loseReplies: 0, publishes: 0 }
       const dataDir = yield* tempDir
       const context = yield* streamContext(sw, testSettings({ dataDir }))
-      yield* withPublisher(context, (publisher) => Effect.sync(() => range(1, 500).forEach((n) => publisher.offer(payload(n)))))
+      yield* withPublisher(context, (publisher) => Effect.sync(() => range(1, 500).forEach((n) => publisher.offer(payload(n), AGENT))))
       assert.deepStrictEqual(numbers(yield* Effect.provide(readAll, context)), range(1, 500))
       assert.deepStrictEqual(readSpoolStats(dataDir), { entries: 0, bytes: 0 })
     }))
@@ -208,17 +213,68 @@ describe("CapturePublisher", () => {
       const sw: StreamSwitch = { down: true, stall: null, loseReplies: 0, publishes: 0 }
       const dataDir = yield* tempDir
       const context = yield* streamContext(sw, testSettings({ dataDir }))
-      yield* withPublisher(context, (publisher) => Effect.sync(() => range(1, 40).forEach((n) => publisher.offer(payload(n)))))
+      yield* withPublisher(context, (publisher) => Effect.sync(() => range(1, 40).forEach((n) => publisher.offer(payload(n), AGENT))))
       assert.strictEqual(readSpoolStats(dataDir).entries, 40, "spooled on shutdown")
       assert.deepStrictEqual(yield* Effect.provide(readAll, context), [])
 
       sw.down = false
       yield* withPublisher(context, (publisher) =>
         Effect.gen(function*() {
-          publisher.offer(payload(41))
+          publisher.offer(payload(41), AGENT)
           yield* publisher.settled
         }))
       assert.deepStrictEqual(numbers(yield* Effect.provide(readAll, context)), range(1, 41))
       assert.deepStrictEqual(readSpoolStats(dataDir), { entries: 0, bytes: 0 })
+    }))
+
+  it.live("several shards on Redis: each agent's captures go to its shard in order; Redis away, each shard spools its own; a start with fewer shards replays them all", () =>
+    Effect.gen(function*() {
+      const dataDir = yield* tempDir
+      const prefix = yield* testKeyPrefix("publisher-shards")
+      const proxy = yield* tcpProxy
+      const settings = (shards: number) =>
+        testSettings({ dataDir, redisUrl: Option.some(Redacted.make(proxy.url)), streamKey: `${prefix}captures`, captureShards: shards })
+      const agents = Array.from({ length: 12 }, (_, i) => ({ tenant_id: "t", workspace_id: "w", agent_id: `agent-${i}` }))
+      const offered = (from: number, to: number) => range(from, to).map((n) => ({ agent: agents[n % agents.length]!, payload: payload(n) }))
+      const withShards = <A, E>(shards: number, use: (publisher: CapturePublisher["Service"], streams: CaptureShards["Service"]) => Effect.Effect<A, E>) =>
+        Effect.scoped(Effect.gen(function*() {
+          const built = yield* Layer.build(
+            CapturePublisher.layer.pipe(Layer.provideMerge(Layer.fresh(CaptureShards.redis)), Layer.provideMerge(LedgerConfig.layerFrom(settings(shards))))
+          )
+          return yield* use(Context.get(built, CapturePublisher), Context.get(built, CaptureShards))
+        }))
+      const readShard = (stream: CaptureStream["Service"]) =>
+        Effect.map(stream.read("test", { count: 100_000, blockMs: 0 }), (entries) => numbers(entries.map((entry) => entry.payload)))
+
+      yield* withShards(3, (publisher, shards) =>
+        Effect.gen(function*() {
+          for (const { agent, payload } of offered(1, 300)) publisher.offer(payload, agent)
+          yield* publisher.settled
+          for (const [shard, stream] of shards.streams.entries()) {
+            const expected = range(1, 300).filter((n) => shardIndex(agents[n % agents.length]!, 3) === shard)
+            assert.isNotEmpty(expected)
+            assert.deepStrictEqual(yield* readShard(stream), expected, `shard ${shard}: its agents' captures, in order`)
+          }
+          // Redis away: what is offered now waits in each shard's own spool
+          yield* proxy.stop
+          for (const { agent, payload } of offered(301, 400)) publisher.offer(payload, agent)
+          yield* Effect.sleep("500 millis")
+        }))
+      assert.strictEqual(readSpoolStats(dataDir).entries, 100, "spooled on shutdown, shard by shard")
+      assert.isTrue(Fs.existsSync(shardSpoolDir(dataDir, 0, 2)))
+
+      // back with two shards: shard 2's spool is replayed into shard 0, and so is what shard 2 published and the
+      // builders never committed (its retention: nobody acknowledged it here), which they would drop as built already
+      yield* proxy.start
+      yield* withShards(2, (publisher, shards) =>
+        Effect.gen(function*() {
+          yield* publisher.settled
+          const got: Array<number> = []
+          for (const stream of shards.streams) got.push(...yield* readShard(stream))
+          const retainedOfShard2 = range(1, 300).filter((n) => shardIndex(agents[n % agents.length]!, 3) === 2)
+          assert.deepStrictEqual(got.sort((a, b) => a - b), [...retainedOfShard2, ...range(301, 400)])
+        }))
+      assert.deepStrictEqual(readSpoolStats(dataDir), { entries: 0, bytes: 0 })
+      assert.isFalse(Fs.existsSync(shardSpoolDir(dataDir, 0, 2)), "the retired shard's directory is gone")
     }))
 })

@@ -11,7 +11,7 @@ import * as Path from "node:path"
 import { type BatchId, batchIds } from "../../src/capture/CaptureStream.ts"
 import { adoptSpool, orphanSpoolDirs } from "../../src/capture/adoptSpools.ts"
 import { Retention } from "../../src/capture/Retention.ts"
-import { readSpoolStats, Spool, type SpoolBatch, spoolDir, type SpoolLimits, workerSpoolDir } from "../../src/capture/Spool.ts"
+import { readSpoolStats, shardSpoolDir, Spool, type SpoolBatch, spoolDir, type SpoolLimits, workerSpoolDir } from "../../src/capture/Spool.ts"
 import { tempDir } from "../support/stack.ts"
 
 const entry = (n: number, size = 20) => JSON.stringify({ n, pad: "x".repeat(size) })
@@ -215,8 +215,8 @@ describe("Spool", () => {
       retention.close()
 
       // two workers now: worker 0 takes 2 and 4, worker 1 takes 3
-      assert.deepStrictEqual(orphanSpoolDirs(dataDir, 0, 2), [workerSpoolDir(dataDir, 2), workerSpoolDir(dataDir, 4)])
-      assert.deepStrictEqual(orphanSpoolDirs(dataDir, 1, 2), [workerSpoolDir(dataDir, 3)])
+      assert.deepStrictEqual(orphanSpoolDirs(dataDir, 0, 2), [{ dir: workerSpoolDir(dataDir, 2), shard: 0 }, { dir: workerSpoolDir(dataDir, 4), shard: 0 }])
+      assert.deepStrictEqual(orphanSpoolDirs(dataDir, 1, 2), [{ dir: workerSpoolDir(dataDir, 3), shard: 0 }])
       const one = Spool.open(workerSpoolDir(dataDir, 1), LIMITS)
       assert.strictEqual(adoptSpool(workerSpoolDir(dataDir, 3), one, LIMITS), 3)
       assert.isFalse(Fs.existsSync(workerSpoolDir(dataDir, 3)))
@@ -230,5 +230,42 @@ describe("Spool", () => {
       assert.isTrue(one.isEmpty)
       one.close()
       assert.strictEqual(readSpoolStats(dataDir).entries, 6, "workers 0, 2 and 4 left")
+    }))
+
+  it.effect("capture stream shards: a spool directory per worker and shard; lowering the shard count moves shard s to s mod count", () =>
+    Effect.gen(function*() {
+      const dataDir = yield* tempDir
+      assert.strictEqual(shardSpoolDir(dataDir, 0, 0), spoolDir(dataDir))
+      assert.strictEqual(shardSpoolDir(dataDir, 0, 2), Path.join(spoolDir(dataDir), "shard-2"))
+      assert.strictEqual(shardSpoolDir(dataDir, 3, 1), Path.join(spoolDir(dataDir), "worker-3-shard-1"))
+      // two workers wrote four shards each, and a third worker one
+      const places: Array<[number, number]> = [[0, 0], [0, 1], [0, 2], [0, 3], [1, 0], [1, 1], [1, 2], [1, 3], [2, 3]]
+      for (const [worker, shard] of places) {
+        const spool = Spool.open(shardSpoolDir(dataDir, worker, shard), LIMITS)
+        spool.append([entry(worker * 10 + shard)])
+        spool.close()
+      }
+      // a directory that is not a spool's is left alone
+      Fs.mkdirSync(Path.join(spoolDir(dataDir), "shard-x"))
+      assert.strictEqual(readSpoolStats(dataDir).entries, places.length)
+
+      // now two workers and two shards: each worker takes its own shards 2 and 3, and worker 0 also worker 2's shard 3
+      const dirs = (index: number) => orphanSpoolDirs(dataDir, index, 2, 2).map(({ dir, shard }) => [Path.basename(dir), shard])
+      assert.deepStrictEqual(dirs(0), [["shard-2", 0], ["shard-3", 1], ["worker-2-shard-3", 1]])
+      assert.deepStrictEqual(dirs(1), [["worker-1-shard-2", 0], ["worker-1-shard-3", 1]])
+
+      const into = Spool.open(shardSpoolDir(dataDir, 0, 1), LIMITS)
+      for (const { dir, shard } of orphanSpoolDirs(dataDir, 0, 2, 2)) {
+        if (shard === 1) assert.strictEqual(adoptSpool(dir, into, LIMITS), 1)
+      }
+      const replayed: Array<number> = []
+      for (let batch = into.read(); batch !== undefined; batch = into.read()) {
+        replayed.push(...numbers(batch))
+        into.commit(batch.end, batch.payloads.length)
+      }
+      into.close()
+      assert.deepStrictEqual(replayed.sort((a, b) => a - b), [1, 3, 23])
+      assert.isFalse(Fs.existsSync(shardSpoolDir(dataDir, 2, 3)))
+      assert.isTrue(Fs.existsSync(Path.join(spoolDir(dataDir), "shard-x")))
     }))
 })

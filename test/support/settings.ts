@@ -29,6 +29,7 @@ export const testSettings = (overrides: Partial<LedgerSettings> = {}): LedgerSet
   sessionGapMinutes: 30,
   logLevel: "info",
   streamKey: "ledger:captures",
+  captureShards: 1,
   streamGroup: "ledger-builders",
   maxDeliveries: 5,
   builderConsumers: 2,

@@ -72,7 +72,7 @@ export const watcherTurns = (deps: WatcherTurnsDependencies): RouteHandler => {
             return { status: "rejected", error: firstLine(error instanceof Error ? error.message : String(error)) }
           }
           const capture = captureOfTurn(principal, turn.value)
-          deps.publisher.offer(JSON.stringify(capture))
+          deps.publisher.offer(JSON.stringify(capture), capture)
           accepted.updateUnsafe(1, deps.context)
           return { status: "accepted", ledger_id: capture.ledger_id }
         })

@@ -1,0 +1,169 @@
+/**
+ * The builder role's fibers (docs/ARCHITECTURE.md, step 4 of a call, and "Shards"). Per capture stream shard this
+ * process holds: `builderConsumers` consumers of the shard's group, a reclaimer taking over entries idle longer than
+ * `reclaimIdleMs` (a dead consumer's), and the pruner of consumers of builders gone. Once per process: the throughput
+ * pruner, and the round that decides which shards it holds.
+ *
+ * Which shards: with one shard (LEDGER_CAPTURE_SHARDS unset) every builder reads it, sharing its group as before.
+ * With several, builders hold leases in Redis (CaptureShards.claim): each takes its fair share, renews it every
+ * LEASE_ROUND, and a builder that dies loses its leases after LEASE_TTL; its pending entries are then reclaimed by the
+ * shard's next holder. A builder that gives a shard up stops reading it after its current batch — a batch read by both
+ * holders at that moment only waits on the agents' locks; nothing is built twice (`ledger_id`) or lost (acknowledged
+ * after commit).
+ */
+import { Duration, Effect, Layer } from "effect"
+import { CaptureShards } from "../capture/CaptureShards.ts"
+import { CaptureStream } from "../capture/CaptureStream.ts"
+import { LedgerConfig } from "../config/LedgerConfig.ts"
+import { IntegrityKeys } from "../integrity/IntegrityKeys.ts"
+import { ScopedSql, TenantSql } from "../store/TenantSql.ts"
+import { every, supervise } from "../supervision/supervise.ts"
+import { ContentPolicies } from "./ContentPolicies.ts"
+import { type DecisionBuilder, makeDecisionBuilder, processConsumerName, untilStreamAnswers } from "./DecisionBuilder.ts"
+import { pruneThroughput } from "./store.ts"
+
+/** Waiting for a blocked read; short enough that shutdown and giving up a shard are prompt. */
+const READ_BLOCK_MS = 2_000
+const PRUNE_INTERVAL = Duration.minutes(5)
+/**
+ * A consumer of the group that has not read or claimed for this long and holds nothing pending belongs to a builder
+ * process that is gone (each start reads under new names): it is removed, so the group's consumer count (ledger
+ * status) counts live ones. Live consumers read every READ_BLOCK_MS and the reclaimer claims every 15 s at most.
+ */
+const CONSUMER_IDLE_LIMIT = Duration.minutes(10)
+/** A shard lease not renewed for this long is free: how long a dead builder's shards wait for another. */
+const LEASE_TTL = Duration.seconds(10)
+/** How often a builder renews its leases and takes or gives up shards. */
+const LEASE_ROUND = Duration.millis(2_500)
+
+/** A shard this process reads, until `stopped`. */
+interface Held {
+  stopped: boolean
+}
+
+export const BuilderWorkers = Layer.effectDiscard(Effect.gen(function*() {
+  const settings = yield* LedgerConfig
+  const shards = yield* CaptureShards
+  const tenantSql = yield* TenantSql
+  const context = yield* Effect.context<LedgerConfig | TenantSql | IntegrityKeys | ContentPolicies>()
+  const name = processConsumerName()
+  const sharded = shards.streams.length > 1
+
+  // Reclaiming while the database is down would only move entries between stuck consumers and count deliveries
+  // against them: probe first.
+  const databaseAnswers = tenantSql.control(ScopedSql.use((sql) => sql`SELECT 1`)).pipe(
+    Effect.timeout(Duration.seconds(2)),
+    Effect.as(true),
+    Effect.catchCause(() => Effect.succeed(false))
+  )
+  const reclaimEvery = Duration.millis(Math.min(Math.max(settings.reclaimIdleMs / 4, 250), 15_000))
+
+  /** The fibers of one shard, until it is given up. */
+  const read = (index: number, stream: CaptureStream["Service"], builder: DecisionBuilder["Service"], held: Held) =>
+    Effect.gen(function*() {
+      const label = index === 0 && !sharded ? "" : ` (shard ${index})`
+      const consume = (consumer: string) =>
+        Effect.gen(function*() {
+          while (!held.stopped) {
+            const entries = yield* untilStreamAnswers("read", stream.read(consumer, { count: settings.builderBatchSize, blockMs: READ_BLOCK_MS }))
+            if (entries.length > 0) yield* builder.process(consumer, entries)
+            // a short batch: let the next one gather (see builderLingerMs)
+            if (entries.length > 0 && entries.length < settings.builderBatchSize && settings.builderLingerMs > 0) {
+              yield* Effect.sleep(Duration.millis(settings.builderLingerMs))
+            }
+          }
+        })
+      const reclaimer = `${name}-reclaimer`
+      const reclaim = Effect.gen(function*() {
+        yield* Effect.sleep(reclaimEvery)
+        if (held.stopped || !(yield* databaseAnswers)) return
+        while (true) {
+          const entries = yield* stream.reclaim(reclaimer, { minIdleMs: settings.reclaimIdleMs, count: settings.builderBatchSize })
+          if (entries.length === 0) return
+          yield* Effect.logInfo("reclaimed idle captures", { count: entries.length, shard: index })
+          yield* builder.process(reclaimer, entries)
+          if (entries.length < settings.builderBatchSize) return
+        }
+      }).pipe(Effect.catch((error) => Effect.logWarning("reclaim failed; retrying", { error: error.message })))
+      const pruneConsumers = stream.pruneConsumers({ minIdleMs: Duration.toMillis(CONSUMER_IDLE_LIMIT) }).pipe(
+        Effect.tap((removed) => removed.length > 0 ? Effect.logInfo("removed consumers of builders gone", { consumers: removed, shard: index }) : Effect.void),
+        Effect.catch((error) => Effect.logDebug("consumer prune failed", { error: error.message })),
+        Effect.delay(PRUNE_INTERVAL)
+      )
+      const untilGivenUp = <A, E, R>(step: Effect.Effect<A, E, R>) =>
+        Effect.gen(function*() {
+          while (!held.stopped) yield* step
+        })
+      for (let i = 0; i < settings.builderConsumers; i++) yield* supervise(`builder consumer ${i}${label}`, consume(`${name}-${i}`))
+      yield* supervise(`builder reclaimer${label}`, untilGivenUp(reclaim))
+      yield* supervise(`consumer pruner${label}`, untilGivenUp(pruneConsumers))
+    })
+
+  /** One builder per shard read (its dead-letter and ack calls go to that shard), kept for the process's life. */
+  const builders = new Map<number, DecisionBuilder["Service"]>()
+  const builderOf = (index: number, stream: CaptureStream["Service"]) =>
+    Effect.gen(function*() {
+      const known = builders.get(index)
+      if (known !== undefined) return known
+      const builder = yield* makeDecisionBuilder.pipe(Effect.provideService(CaptureStream, stream), Effect.provideContext(context))
+      builders.set(index, builder)
+      return builder
+    })
+
+  const holding = new Map<number, Held>()
+  /** shards the record named at the last round: what to give up at shutdown */
+  let recorded = shards.streams.length
+
+  /**
+   * After LEDGER_CAPTURE_SHARDS was lowered, the shards beyond it are read until empty; then the record comes down to
+   * it (a gateway still publishing to them raises it again, and builders read them again).
+   */
+  const lowerWhenDrained = (count: number) =>
+    Effect.gen(function*() {
+      for (let index = shards.streams.length; index < count; index++) {
+        const stats = yield* Effect.flatMap(shards.stream(index), (stream) => stream.stats)
+        if (stats.lag !== 0 || stats.pending !== 0) return
+      }
+      const now = yield* shards.lower(count)
+      if (now < count) yield* Effect.logInfo("capture stream shards beyond LEDGER_CAPTURE_SHARDS are drained; no longer read", { shards: now, drained: count - now })
+    })
+
+  const round = Effect.gen(function*() {
+    recorded = yield* shards.recorded
+    const held = new Set(recorded === 1 ? [0] : yield* shards.claim(name, recorded, Duration.toMillis(LEASE_TTL)))
+    const given = [...holding.keys()].filter((index) => !held.has(index))
+    for (const index of given) {
+      holding.get(index)!.stopped = true
+      holding.delete(index)
+    }
+    const taken = [...held].filter((index) => !holding.has(index))
+    for (const index of taken) {
+      const stream = yield* shards.stream(index)
+      const state: Held = { stopped: false }
+      holding.set(index, state)
+      yield* read(index, stream, yield* builderOf(index, stream), state)
+    }
+    if (sharded || recorded > 1) {
+      if (given.length > 0 || taken.length > 0) {
+        yield* Effect.logInfo("builder shards changed", { builder: name, holds: [...holding.keys()].sort((a, b) => a - b), of: recorded })
+      }
+    }
+    if (recorded > shards.streams.length && held.size > 0) yield* lowerWhenDrained(recorded)
+  }).pipe(Effect.catch((error) => Effect.logWarning("capture stream shard round failed; retrying", { error: error.message })))
+
+  // leave the builders' register and free the leases at shutdown, so others take the shards at once
+  yield* Effect.addFinalizer(() =>
+    recorded === 1 ? Effect.void : shards.release(name, recorded).pipe(Effect.timeout(Duration.seconds(2)), Effect.ignore)
+  )
+  yield* round
+  yield* every("capture shard leases", round, LEASE_ROUND)
+  yield* every(
+    "throughput pruner",
+    pruneThroughput.pipe(
+      Effect.provideService(TenantSql, tenantSql),
+      Effect.catch((error) => Effect.logDebug("throughput prune failed", { error: error.message }))
+    ),
+    PRUNE_INTERVAL
+  )
+  yield* Effect.logInfo("decision builder started", { consumer: name, consumers: settings.builderConsumers, shards: shards.streams.length })
+}))
