@@ -3,13 +3,13 @@
  * Redis capture stream, consumed by builder processes (`node bin/ledger.js serve --roles builder`) into a fresh
  * PostgreSQL database.
  *
- *   npx node bench/ingest/run.ts [--builders 2] [--consumers 2] [--batch 500] [--shards 1]
+ *   npx node bench/ingest/run.ts [--builders 2] [--consumers 2] [--batch 500] [--shards 1] [--workspaces 3]
  *                                [--rate 8000] [--seconds 20] [--latency-rate 1000] [--latency-seconds 20]
  *                                [--sustained-only]
  *
  * `--sustained-only` stops after phase 1 (for side-by-side runs of the builder's rate). `--shards N` runs the capture
- * stream in N shards (LEDGER_CAPTURE_SHARDS): captures are published to their agent's shard and the builders share the
- * shards out by lease.
+ * stream in N shards (LEDGER_CAPTURE_SHARDS): captures are published to their workspace's shard and the builders share
+ * the shards out by lease; `--workspaces` is how many workspaces the sustained phase spreads its captures over.
  * `BENCH_NODE_FLAGS="--cpu-prof --cpu-prof-dir=DIR"` profiles the builder processes.
  *
  * Phase 1, sustained: captures are published open-loop at `--rate` (above what the builders can take, so they
@@ -37,7 +37,8 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import { parseArgs } from "node:util"
 import { StoreLive } from "../../layers/Store.ts"
-import { type AgentOf, CaptureShards } from "../../src/capture/CaptureShards.ts"
+import { CaptureShards } from "../../src/capture/CaptureShards.ts"
+import type { WorkspaceScope } from "../../src/domain/principal.ts"
 import { batchIds } from "../../src/capture/CaptureStream.ts"
 import { LedgerConfig } from "../../src/config/LedgerConfig.ts"
 import { Credentials } from "../../src/auth/Credentials.ts"
@@ -58,7 +59,8 @@ const { values: args } = parseArgs({
     "latency-rate": { type: "string", default: "1000" },
     "latency-seconds": { type: "string", default: "20" },
     "sustained-only": { type: "boolean", default: false },
-    shards: { type: "string", default: "1" }
+    shards: { type: "string", default: "1" },
+    workspaces: { type: "string", default: "3" }
   }
 })
 const BUILDERS = Number(args.builders)
@@ -70,6 +72,7 @@ const LATENCY_RATE = Number(args["latency-rate"])
 const LATENCY_SECONDS = Number(args["latency-seconds"])
 const SUSTAINED_ONLY = args["sustained-only"]
 const SHARDS = Number(args.shards)
+const WORKSPACES = Number(args.workspaces)
 const TICK_MS = 10
 /** How long phase 2 waits for analytics to catch up with phase 1 before it starts anyway. */
 const CATCH_UP_LIMIT_MS = 300_000
@@ -121,10 +124,10 @@ const startBuilder = (env: Record<string, string>, index: number) =>
   )
 
 /**
- * Publishes `perSecond` captures per second for `seconds`, in ticks, each to its agent's shard; returns how many were
- * published.
+ * Publishes `perSecond` captures per second for `seconds`, in ticks, each to its workspace's shard; returns how many
+ * were published.
  */
-const publishAt = (perSecond: number, seconds: number, make: (i: number, now: number) => { readonly agent: AgentOf; readonly payload: string }) =>
+const publishAt = (perSecond: number, seconds: number, make: (i: number, now: number) => { readonly scope: WorkspaceScope; readonly payload: string }) =>
   Effect.gen(function*() {
     const shards = yield* CaptureShards
     const nextBatch = shards.streams.map(() => batchIds())
@@ -137,8 +140,8 @@ const publishAt = (perSecond: number, seconds: number, make: (i: number, now: nu
         const count = Math.min(due, 2_000)
         const byShard = shards.streams.map((): Array<string> => [])
         for (let i = 0; i < count; i++) {
-          const { agent, payload } = make(published + i, now)
-          byShard[shards.shardOf(agent)]!.push(payload)
+          const { payload, scope } = make(published + i, now)
+          byShard[shards.shardOf(scope)]!.push(payload)
         }
         for (const [shard, payloads] of byShard.entries()) {
           if (payloads.length > 0) yield* shards.streams[shard]!.publish(payloads, nextBatch[shard]!())
@@ -197,7 +200,8 @@ const program = Effect.gen(function*() {
   return yield* Effect.gen(function*() {
     const credentials = yield* Credentials
     const identities: Array<CaptureIdentity> = []
-    for (let i = 0; i < 4; i++) {
+    // the sustained phase's workspaces, and one more for the latency phase
+    for (let i = 0; i <= WORKSPACES; i++) {
       const created = yield* credentials.bootstrap({ tenant: `bench-${i}`, workspace: "ops", email: `bench-${i}@example.test`, role: "member" })
       identities.push({ tenant_id: created.tenant_id, workspace_id: created.workspace_id, user_id: created.user_id, key_id: Crypto.randomUUID() })
     }
@@ -237,7 +241,7 @@ const program = Effect.gen(function*() {
       const identity = identities[i % identities.length]!
       const agent = Math.floor(i / identities.length) % AGENTS_PER_WORKSPACE
       const capture = realisticCapture(identity, { agent_id: `agent-${agent}`, agent_name: `Agent ${agent}`, started_at: now - 1_500, variant: i % TEMPLATE_COUNT })
-      return { agent: capture, payload: JSON.stringify(capture) }
+      return { scope: capture, payload: JSON.stringify(capture) }
     })
     const publishedFor = (Date.now() - started) / 1000
     while ((yield* countDecisions(sustainedWorkspaces)) < published) yield* Effect.sleep("100 millis")
@@ -304,7 +308,7 @@ const program = Effect.gen(function*() {
     yield* log(`latency: publishing ${LATENCY_RATE}/s for ${LATENCY_SECONDS} s`)
     const latencyPublished = yield* publishAt(LATENCY_RATE, LATENCY_SECONDS, (i, now) => {
       const capture = realisticCapture(latencyIdentity, { agent_id: `agent-${i % AGENTS_PER_WORKSPACE}`, started_at: now - 1_500, duration_ms: 1_500, variant: i % TEMPLATE_COUNT })
-      return { agent: capture, payload: JSON.stringify(capture) }
+      return { scope: capture, payload: JSON.stringify(capture) }
     })
     while ((yield* countDecisions([latencyIdentity.workspace_id])) < latencyPublished) yield* Effect.sleep("100 millis")
     const [latency] = yield* sql<{ p50: number; p95: number; p99: number; max: number }>`

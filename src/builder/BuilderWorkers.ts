@@ -113,6 +113,7 @@ export const BuilderWorkers = Layer.effectDiscard(Effect.gen(function*() {
   const holding = new Map<number, Held>()
   /** shards the record named at the last round: what to give up at shutdown */
   let recorded = shards.streams.length
+  let roundFailing = false
 
   /**
    * After LEDGER_CAPTURE_SHARDS was lowered, the shards beyond it are read until empty; then the record comes down to
@@ -149,7 +150,19 @@ export const BuilderWorkers = Layer.effectDiscard(Effect.gen(function*() {
       }
     }
     if (recorded > shards.streams.length && held.size > 0) yield* lowerWhenDrained(recorded)
-  }).pipe(Effect.catch((error) => Effect.logWarning("capture stream shard round failed; retrying", { error: error.message })))
+  }).pipe(
+    Effect.tap(() => {
+      if (!roundFailing) return Effect.void
+      roundFailing = false
+      return Effect.logInfo("capture stream shard leases answer again")
+    }),
+    // one warning per outage (the shards held are read on meanwhile; their leases lapse if it lasts)
+    Effect.catch((error) => {
+      if (roundFailing) return Effect.logDebug("capture stream shard round failed", { error: error.message })
+      roundFailing = true
+      return Effect.logWarning("capture stream shard round failed; retrying every round", { error: error.message })
+    })
+  )
 
   // leave the builders' register and free the leases at shutdown, so others take the shards at once
   yield* Effect.addFinalizer(() =>

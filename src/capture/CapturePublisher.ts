@@ -21,7 +21,8 @@
  */
 import { Cause, Clock, Context, Duration, Effect, Exit, Fiber, Layer, Metric, Option, Queue, type Scope } from "effect"
 import { LedgerConfig } from "../config/LedgerConfig.ts"
-import { type AgentOf, CaptureShards } from "./CaptureShards.ts"
+import type { WorkspaceScope } from "../domain/principal.ts"
+import { CaptureShards } from "./CaptureShards.ts"
 import { type BatchId, batchIds, type CaptureStream } from "./CaptureStream.ts"
 import { makeRepublisher, RECONCILE_MS } from "./Republisher.ts"
 import { backoff, steppedBackoff, supervise } from "../supervision/supervise.ts"
@@ -331,7 +332,7 @@ const REGISTER_INTERVAL = Duration.seconds(10)
 /**
  * Gateway worker `worker.index`'s publisher: one shard publisher per capture stream shard, each with its own spool
  * directory (shardSpoolDir), and the spools of workers or shards gone handed to them (adoptSpools). A capture goes to
- * its agent's shard.
+ * its workspace's shard.
  */
 const make = (worker: { readonly index: number; readonly count: number }) =>
   Effect.gen(function*(): Effect.fn.Return<CapturePublisher["Service"], never, LedgerConfig | CaptureShards | Scope.Scope> {
@@ -361,7 +362,7 @@ const make = (worker: { readonly index: number; readonly count: number }) =>
     const first = publishers[0]!
     const offer = count === 1
       ? (payload: string) => first.offer(payload)
-      : (payload: string, agent: AgentOf) => publishers[shards.shardOf(agent)]!.offer(payload)
+      : (payload: string, scope: WorkspaceScope) => publishers[shards.shardOf(scope)]!.offer(payload)
     const stats = Effect.sync((): PublisherStats => {
       let queued = 0
       let entries = 0
@@ -380,10 +381,10 @@ const make = (worker: { readonly index: number; readonly count: number }) =>
 
 export class CapturePublisher extends Context.Service<CapturePublisher, {
   /**
-   * Hands one capture (JSON text, no raw newline) to the publisher, for the shard of its agent; never waits, never
-   * drops silently.
+   * Hands one capture (JSON text, no raw newline) to the publisher, for the shard of its workspace; never waits,
+   * never drops silently.
    */
-  offer(payload: string, agent: AgentOf): void
+  offer(payload: string, scope: WorkspaceScope): void
   readonly stats: Effect.Effect<PublisherStats>
   /** Waits until everything offered so far is in the stream: queue empty, nothing in flight, spool replayed. */
   readonly settled: Effect.Effect<void>

@@ -1,37 +1,31 @@
 /**
  * The capture stream in shards (docs/ARCHITECTURE.md, "Shards"): LEDGER_CAPTURE_SHARDS streams, each with its own
- * consumer group, dead letters and producer records, and every agent's captures in one of them (`shardOf`). Builders
- * hold leases on shards, so each one writes its own agents and their transactions do not wait for one another's agent
- * locks; on a Redis Cluster each shard's keys share their own hash tag, so the cluster spreads the shards over its
- * nodes.
+ * consumer group, dead letters and producer records, and every workspace's captures in one of them (`shardOf`).
+ * Builders hold leases on shards, so each one writes its own workspaces — their agents and their chains — and their
+ * transactions do not wait for one another's locks; on a Redis Cluster each shard's keys share their own hash tag, so
+ * the cluster spreads the shards over its nodes.
  *
  * Shard 0 is the stream at LEDGER_STREAM_KEY, as without shards; shard i is `<key>:<i>`. Gateways raise a record of
  * how many shards may hold captures (`<key>:shards`, never lowered by them) and builders read every shard it names:
  * after LEDGER_CAPTURE_SHARDS is lowered they drain the shards beyond it, then lower the record once those are empty.
- * A capture in another shard than its agent's (a spool adopted across a resharding) costs parallelism, never
- * correctness: every builder still locks the agents it writes.
+ * A capture in another shard than its workspace's (a spool adopted across a resharding) costs parallelism, never
+ * correctness: every builder still locks the agents and chains it writes.
  */
 import { Context, Effect, Layer, Scope, Semaphore } from "effect"
 import { LedgerConfig } from "../config/LedgerConfig.ts"
+import type { WorkspaceScope } from "../domain/principal.ts"
 import { CaptureStream, type DeadLetter, type StreamStats, StreamUnavailable } from "./CaptureStream.ts"
 import * as RedisCaptureStream from "./RedisCaptureStream.ts"
 import { call, clusterKey, connect, resolveTarget } from "./redisConnection.ts"
 
-/** What routes a capture: its agent. */
-export interface AgentOf {
-  readonly tenant_id: string
-  readonly workspace_id: string
-  readonly agent_id: string
-}
-
 /**
- * FNV-1a over the agent's identity, then murmur3's finaliser (names that differ in their last character, `agent-1`,
- * `agent-2`, would otherwise fall into few shards): stable across processes and versions, cheap on the hot path.
+ * FNV-1a over the workspace's identity, then murmur3's finaliser (ids that differ in their last characters would
+ * otherwise fall into few shards): stable across processes and versions, cheap on the hot path.
  */
-export const shardIndex = (agent: AgentOf, shards: number): number => {
+export const shardIndex = (scope: WorkspaceScope, shards: number): number => {
   if (shards <= 1) return 0
   let hash = 0x811c9dc5
-  for (const part of [agent.tenant_id, agent.workspace_id, agent.agent_id]) {
+  for (const part of [scope.tenant_id, scope.workspace_id]) {
     for (let i = 0; i < part.length; i++) {
       hash ^= part.charCodeAt(i)
       hash = Math.imul(hash, 0x01000193)
@@ -53,8 +47,8 @@ export const shardKey = (key: string, index: number) => index === 0 ? key : `${k
 export class CaptureShards extends Context.Service<CaptureShards, {
   /** the streams captures are published to, shard by shard (LEDGER_CAPTURE_SHARDS of them; one in embedded mode) */
   readonly streams: ReadonlyArray<CaptureStream["Service"]>
-  /** the shard of an agent's captures */
-  shardOf(agent: AgentOf): number
+  /** the shard of a workspace's captures */
+  shardOf(scope: WorkspaceScope): number
   /** shard `index`'s stream, also one beyond `streams` left by a resharding (opened on first use) */
   stream(index: number): Effect.Effect<CaptureStream["Service"], StreamUnavailable>
   /** how many shards may hold captures: the record gateways raise, never fewer than `streams` */

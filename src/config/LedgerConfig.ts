@@ -54,7 +54,7 @@ export interface LedgerSettings {
   readonly logLevel: string
   /** Redis stream key of captures, its consumer group and dead-letter stream (prefix for per-run isolation) */
   readonly streamKey: string
-  /** shards of the capture stream (LEDGER_CAPTURE_SHARDS): captures spread over them by agent */
+  /** shards of the capture stream (LEDGER_CAPTURE_SHARDS): captures spread over them by workspace */
   readonly captureShards: number
   readonly streamGroup: string
   /** deliveries after which a capture that keeps failing moves to the dead letters */

@@ -227,15 +227,17 @@ describe("CapturePublisher", () => {
       assert.deepStrictEqual(readSpoolStats(dataDir), { entries: 0, bytes: 0 })
     }))
 
-  it.live("several shards on Redis: each agent's captures go to its shard in order; Redis away, each shard spools its own; a start with fewer shards replays them all", () =>
+  it.live("several shards on Redis: each workspace's captures go to its shard in order; Redis away, each shard spools its own; a start with fewer shards replays them all", () =>
     Effect.gen(function*() {
       const dataDir = yield* tempDir
       const prefix = yield* testKeyPrefix("publisher-shards")
       const proxy = yield* tcpProxy
       const settings = (shards: number) =>
         testSettings({ dataDir, redisUrl: Option.some(Redacted.make(proxy.url)), streamKey: `${prefix}captures`, captureShards: shards })
-      const agents = Array.from({ length: 12 }, (_, i) => ({ tenant_id: "t", workspace_id: "w", agent_id: `agent-${i}` }))
-      const offered = (from: number, to: number) => range(from, to).map((n) => ({ agent: agents[n % agents.length]!, payload: payload(n) }))
+      // four workspaces of each of the three shards
+      const scopes = Array.from({ length: 100 }, (_, i) => ({ tenant_id: "t", workspace_id: `w-${i}`, agent_id: "a" }))
+        .filter((scope, _, all) => all.filter((other) => shardIndex(other, 3) === shardIndex(scope, 3)).indexOf(scope) < 4)
+      const offered = (from: number, to: number) => range(from, to).map((n) => ({ agent: scopes[n % scopes.length]!, payload: payload(n) }))
       const withShards = <A, E>(shards: number, use: (publisher: CapturePublisher["Service"], streams: CaptureShards["Service"]) => Effect.Effect<A, E>) =>
         Effect.scoped(Effect.gen(function*() {
           const built = yield* Layer.build(
@@ -251,9 +253,9 @@ describe("CapturePublisher", () => {
           for (const { agent, payload } of offered(1, 300)) publisher.offer(payload, agent)
           yield* publisher.settled
           for (const [shard, stream] of shards.streams.entries()) {
-            const expected = range(1, 300).filter((n) => shardIndex(agents[n % agents.length]!, 3) === shard)
+            const expected = range(1, 300).filter((n) => shardIndex(scopes[n % scopes.length]!, 3) === shard)
             assert.isNotEmpty(expected)
-            assert.deepStrictEqual(yield* readShard(stream), expected, `shard ${shard}: its agents' captures, in order`)
+            assert.deepStrictEqual(yield* readShard(stream), expected, `shard ${shard}: its workspaces' captures, in order`)
           }
           // Redis away: what is offered now waits in each shard's own spool
           yield* proxy.stop
@@ -271,7 +273,7 @@ describe("CapturePublisher", () => {
           yield* publisher.settled
           const got: Array<number> = []
           for (const stream of shards.streams) got.push(...yield* readShard(stream))
-          const retainedOfShard2 = range(1, 300).filter((n) => shardIndex(agents[n % agents.length]!, 3) === 2)
+          const retainedOfShard2 = range(1, 300).filter((n) => shardIndex(scopes[n % scopes.length]!, 3) === 2)
           assert.deepStrictEqual(got.sort((a, b) => a - b), [...retainedOfShard2, ...range(301, 400)])
         }))
       assert.deepStrictEqual(readSpoolStats(dataDir), { entries: 0, bytes: 0 })
