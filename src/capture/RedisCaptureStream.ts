@@ -52,7 +52,7 @@ export const make = (target: RedisTarget, baseKey: string): Effect.Effect<Captur
     const key = target.cluster.length > 0 ? clusterKey(baseKey) : baseKey
     const group = settings.streamGroup
     const deadKey = `${key}:dead`
-    const client = yield* connect(target, key === baseKey && target.cluster.length === 0 ? "main" : `main ${key}`)
+    const client = yield* connect(target, `stream ${baseKey}`)
     const readers = new Map<string, Client>()
     // Blocked reads are abandoned on shutdown: what they would have delivered stays pending and is reclaimed.
     yield* Effect.addFinalizer(() => Effect.sync(() => readers.forEach((reader) => reader.destroy())))
