@@ -63,4 +63,18 @@ describe("LedgerConfig", () => {
         assert.isTrue(Exit.isFailure(refused), `LEDGER_GATEWAY_WORKERS=${workers}`)
       }
     }))
+
+  it.effect("LEDGER_CAPTURE_SHARDS: 1 by default, 1 to 64", () =>
+    Effect.gen(function*() {
+      const none = yield* read({})
+      if (!Exit.isSuccess(none)) return assert.fail(String(none.cause))
+      assert.strictEqual(none.value.captureShards, 1)
+      const eight = yield* read({ LEDGER_CAPTURE_SHARDS: "8" })
+      if (!Exit.isSuccess(eight)) return assert.fail(String(eight.cause))
+      assert.strictEqual(eight.value.captureShards, 8)
+      for (const shards of ["0", "65", "2.5", "many"]) {
+        const refused = yield* read({ LEDGER_CAPTURE_SHARDS: shards })
+        assert.isTrue(Exit.isFailure(refused), `LEDGER_CAPTURE_SHARDS=${shards}`)
+      }
+    }))
 })
