@@ -96,12 +96,15 @@ export class CaptureShards extends Context.Service<CaptureShards, {
 const makeRedis: Effect.Effect<CaptureShards["Service"], StreamUnavailable, LedgerConfig | Scope.Scope> = Effect.gen(function*() {
   const settings = yield* LedgerConfig
   const target = yield* resolveTarget(settings)
+  // one connection for every shard's publishes, acks and administration, and the leases (commands pipeline on it);
+  // blocking reads get connections of their own
+  const client = yield* connect(target, "capture stream")
   // shards left by a resharding open later, in the layer's scope
   const context = yield* Effect.context<LedgerConfig | Scope.Scope>()
   const base = settings.streamKey
   const count = settings.captureShards
   const open = (index: number) =>
-    RedisCaptureStream.make(target, shardKey(base, index)).pipe(Effect.provideContext(context))
+    RedisCaptureStream.make(target, client, shardKey(base, index)).pipe(Effect.provideContext(context))
   const streams: Array<CaptureStream["Service"]> = []
   for (let index = 0; index < count; index++) streams.push(yield* open(index))
   const retired = new Map<number, CaptureStream["Service"]>()
@@ -117,7 +120,6 @@ const makeRedis: Effect.Effect<CaptureShards["Service"], StreamUnavailable, Ledg
   const record = `${coordination}:shards`
   const register = `${coordination}:builders`
   const leases = (shards: number) => Array.from({ length: shards }, (_, i) => `${coordination}:owner:${i}`)
-  const client = yield* connect(target, "shards")
   const recorded = call(client, "GET shards", () => client.get(record)).pipe(
     Effect.map((value) => Math.max(count, Number(value ?? 0) || 0))
   )

@@ -3,8 +3,9 @@
  * consumer group, a `<key>:dead` stream for dead letters. The stream belongs to that one group: trimming follows its
  * progress.
  *
- * Connections: one client for publish, ack and administration, and one per consumer name for blocking
- * XREADGROUP (a blocked command holds its connection; sharing one would queue each consumer behind the others).
+ * Connections: one client for publish, ack and administration (shared by the shards of a sharded stream), and one
+ * per consumer name for blocking XREADGROUP (a blocked command holds its connection; sharing one would queue each
+ * consumer behind the others).
  * Every operation fails fast with StreamUnavailable while Redis is unreachable, so the gateway spills to its
  * spool at once; the clients keep reconnecting with backoff and operations succeed again when Redis returns.
  *
@@ -43,16 +44,19 @@ const isMissingGroup = (error: StreamUnavailable) => {
 }
 
 /**
- * The capture stream at `key` (wrapped in a hash tag on a cluster), with its own connections, closed with the scope.
- * Several live side by side in one process when the stream is sharded (CaptureShards).
+ * The capture stream at `key` (wrapped in a hash tag on a cluster) over `client` (publish, ack, administration), with
+ * its own blocking readers, closed with the scope. The shards of a sharded stream share one client (CaptureShards).
  */
-export const make = (target: RedisTarget, baseKey: string): Effect.Effect<CaptureStream["Service"], StreamUnavailable, LedgerConfig | Scope.Scope> =>
+export const make = (
+  target: RedisTarget,
+  client: Client,
+  baseKey: string
+): Effect.Effect<CaptureStream["Service"], never, LedgerConfig | Scope.Scope> =>
   Effect.gen(function*() {
     const settings = yield* LedgerConfig
     const key = target.cluster.length > 0 ? clusterKey(baseKey) : baseKey
     const group = settings.streamGroup
     const deadKey = `${key}:dead`
-    const client = yield* connect(target, `stream ${baseKey}`)
     const readers = new Map<string, Client>()
     // Blocked reads are abandoned on shutdown: what they would have delivered stays pending and is reclaimed.
     yield* Effect.addFinalizer(() => Effect.sync(() => readers.forEach((reader) => reader.destroy())))
@@ -295,6 +299,7 @@ export const layer: Layer.Layer<CaptureStream, StreamUnavailable, LedgerConfig> 
   CaptureStream,
   Effect.gen(function*() {
     const settings = yield* LedgerConfig
-    return yield* make(yield* resolveTarget(settings), settings.streamKey)
+    const target = yield* resolveTarget(settings)
+    return yield* make(target, yield* connect(target, "capture stream"), settings.streamKey)
   })
 )
