@@ -3,23 +3,36 @@
  * most a minute in a row), and each workspace's analytics runs in one builder process at a time (a lease).
  */
 import { assert, describe, it, layer } from "@effect/vitest"
-import { Effect, Layer, Metric, Ref } from "effect"
+import { Effect, Layer, Metric, Option, Redacted, Ref } from "effect"
 import { TestClock } from "effect/testing"
 import * as Crypto from "node:crypto"
 import { claimWorkspace } from "../../src/analytics/lease.ts"
 import { deferredRounds, yieldingToIngest } from "../../src/analytics/yieldToIngest.ts"
+import { CaptureShards } from "../../src/capture/CaptureShards.ts"
 import { batchIds, CaptureStream } from "../../src/capture/CaptureStream.ts"
 import * as MemoryCaptureStream from "../../src/capture/MemoryCaptureStream.ts"
 import { defaultAnalyticsSettings, LedgerConfig } from "../../src/config/LedgerConfig.ts"
 import { Credentials } from "../../src/auth/Credentials.ts"
 import { ScopedSql, TenantSql } from "../../src/store/TenantSql.ts"
+import { TEST_REDIS_URL, testKeyPrefix } from "../support/redis.ts"
 import { testSettings } from "../support/settings.ts"
 import { storeLayer } from "../support/stack.ts"
 
 const streamWithBacklogLimit = (yieldBacklog: number) =>
-  MemoryCaptureStream.layer.pipe(
+  CaptureShards.single.pipe(
+    Layer.provideMerge(MemoryCaptureStream.layer),
     Layer.provideMerge(LedgerConfig.layerFrom(testSettings({ analytics: { ...defaultAnalyticsSettings, yieldBacklog } })))
   )
+
+/** The capture stream in `shards` shards on the test Redis, with a backlog limit. */
+const shardedWithBacklogLimit = (shards: number, yieldBacklog: number) =>
+  Layer.unwrap(Effect.map(testKeyPrefix("analytics-yield"), (prefix) =>
+    CaptureShards.redis.pipe(Layer.provideMerge(LedgerConfig.layerFrom(testSettings({
+      redisUrl: Option.some(Redacted.make(TEST_REDIS_URL)),
+      streamKey: `${prefix}captures`,
+      captureShards: shards,
+      analytics: { ...defaultAnalyticsSettings, yieldBacklog }
+    }))))))
 
 describe("analytics yields to ingest", () => {
   it.effect("skips rounds while more captures than the limit wait, at most a minute in a row, and runs once they drain", () =>
@@ -61,6 +74,20 @@ describe("analytics yields to ingest", () => {
       yield* guarded
       assert.strictEqual(yield* Ref.get(rounds), 1)
     }).pipe(Effect.provide(streamWithBacklogLimit(0))))
+
+  it.effect("counts the backlog of every shard, not only the first", () =>
+    Effect.gen(function*() {
+      const shards = yield* CaptureShards
+      const rounds = yield* Ref.make(0)
+      const guarded = yield* yieldingToIngest("test-fiber-shards", Ref.update(rounds, (n) => n + 1))
+      yield* shards.streams[2]!.publish(["a", "b", "c"], batchIds()())
+      yield* guarded
+      assert.strictEqual(yield* Ref.get(rounds), 0, "three captures waiting in the third shard, limit two: the round yields")
+      const entries = yield* shards.streams[2]!.read("builder-1", { count: 10, blockMs: 0 })
+      yield* shards.streams[2]!.ack(entries.map((entry) => entry.id))
+      yield* guarded
+      assert.strictEqual(yield* Ref.get(rounds), 1, "drained: the round runs")
+    }).pipe(Effect.provide(shardedWithBacklogLimit(3, 2)), Effect.scoped))
 })
 
 describe("analytics leases", () => {
