@@ -37,22 +37,7 @@ const autocannon = createRequire(import.meta.url)("autocannon") as (options: {
 
 export const ROOT = Path.resolve(import.meta.dirname, "../..")
 
-/** CPU seconds (user + system) used so far, from a Linux /proc stat file; undefined where /proc is not there. */
-const cpuSeconds = (statFile: string): number | undefined => {
-  try {
-    // fields after the parenthesised command name: state is field 3, utime 14 and stime 15 (clock ticks, 100/s on Linux)
-    const fields = Fs.readFileSync(statFile, "utf8").split(") ")[1]!.split(" ")
-    return (Number(fields[11]) + Number(fields[12])) / 100
-  } catch {
-    return undefined
-  }
-}
-
-/** CPU seconds a process has used so far, all its threads (JS, GC helpers, libuv pool). */
-export const processCpu = (pid: number | undefined): number | undefined => cpuSeconds(`/proc/${pid}/stat`)
-
-/** CPU seconds of a process's main thread (its JavaScript and event loop); the rest of processCpu is its helper threads, mostly GC. */
-export const mainThreadCpu = (pid: number | undefined): number | undefined => cpuSeconds(`/proc/${pid}/task/${pid}/stat`)
+export { mainThreadCpu, processCpu } from "../support/cpu.ts"
 
 export const freePort = () =>
   new Promise<number>((resolve, reject) => {

@@ -47,6 +47,7 @@ import { testDatabase } from "../../test/support/db.ts"
 import { freePort } from "../../test/support/ports.ts"
 import { TEST_REDIS_URL, testKeyPrefix } from "../../test/support/redis.ts"
 import { testSettings } from "../../test/support/settings.ts"
+import { processesCpu } from "../support/cpu.ts"
 import { type CaptureIdentity, realisticCapture, TEMPLATE_COUNT } from "./captures.ts"
 
 const { values: args } = parseArgs({
@@ -80,18 +81,6 @@ const AGENTS_PER_WORKSPACE = 50
 const ROOT = Path.resolve(import.meta.dirname, "../..")
 
 const log = (line: string) => Effect.sync(() => console.error(`[ingest] ${line}`))
-
-/** CPU seconds (user + system) the processes used so far; a process that exited counts as 0. */
-const CLOCK_TICKS_PER_SECOND = 100
-const cpuSeconds = (pids: ReadonlyArray<number>): Map<number, number> =>
-  new Map(pids.map((pid) => {
-    try {
-      const fields = Fs.readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
-      return [pid, (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND]
-    } catch {
-      return [pid, 0]
-    }
-  }))
 
 /** One builder process on the shared group (its pid); stopped (SIGTERM) with the scope. */
 const startBuilder = (env: Record<string, string>, index: number) =>
@@ -232,7 +221,7 @@ const program = Effect.gen(function*() {
     const started = Date.now()
     const sampler = yield* Effect.forkChild(
       Effect.gen(function*() {
-        const cpu = cpuSeconds(yield* pipelinePids)
+        const cpu = processesCpu(yield* pipelinePids)
         samples.push({ t: Date.now() - started, n: yield* countDecisions(sustainedWorkspaces), cpu })
         yield* Effect.sleep("250 millis")
       }).pipe(Effect.forever)
