@@ -35,6 +35,11 @@ import type { WorkspaceScope } from "../domain/principal.ts"
 
 /** Batches per workspace per round, so one busy workspace does not starve the others. */
 const BATCHES_PER_ROUND = 25
+/**
+ * Workspaces materialised at once in a process: each batch's statements run in PostgreSQL while the process analyses
+ * the next workspace's batch, so a catch-up uses two cores instead of one (bench/RESULTS.md, "Analytics catch-up").
+ */
+const WORKSPACES_AT_ONCE = 2
 /** How often sessions the builder merged away are looked for. */
 const REPAIR_EVERY_ROUNDS = 15
 /** While a backlog drains, features and summaries are recomputed at most this often per workspace. */
@@ -68,8 +73,12 @@ export class Materializer extends Context.Service<Materializer, {
         tenantSql.write(
           scope,
           Effect.andThen(
-            // one materialiser per workspace at a time, across processes
-            ScopedSql.use((sql) => sql`SELECT pg_advisory_xact_lock(hashtext(${`ledger-analytics:${scope.tenant_id}:${scope.workspace_id}`}))`),
+            // one materialiser per workspace at a time, across processes. Commits need not wait for the WAL flush:
+            // a crash loses the last batches whole, cursor included, and they are materialised again
+            ScopedSql.use((sql) =>
+              sql`SELECT pg_advisory_xact_lock(hashtext(${`ledger-analytics:${scope.tenant_id}:${scope.workspace_id}`})),
+                set_config('synchronous_commit', 'off', true)`
+            ),
             effect
           )
         )
@@ -159,18 +168,24 @@ export class Materializer extends Context.Service<Materializer, {
           return total
         })
 
-      const round = Effect.gen(function*() {
+      /** Runs `each` over every workspace, WORKSPACES_AT_ONCE at a time; yields the sum of what they yield. */
+      const acrossWorkspaces = <E>(each: (scope: WorkspaceScope) => Effect.Effect<number, E>) =>
+        Effect.flatMap(workspaces, (scopes) =>
+          Effect.map(
+            Effect.forEach(scopes, each, { concurrency: WORKSPACES_AT_ONCE }),
+            (totals) => totals.reduce((sum, n) => sum + n, 0)
+          ))
+
+      const round = Effect.suspend(() => {
         const repair = rounds++ % REPAIR_EVERY_ROUNDS === 0
-        let total = 0
-        for (const scope of yield* workspaces) {
-          if (yield* claimWorkspace(tenantSql, scope)) total += yield* workspaceRound(scope, repair)
-        }
-        return total
+        return acrossWorkspaces((scope) =>
+          Effect.flatMap(claimWorkspace(tenantSql, scope), (held) => held ? workspaceRound(scope, repair) : Effect.succeed(0))
+        )
       })
 
-      const catchUp = Effect.gen(function*() {
-        let total = 0
-        for (const scope of yield* workspaces) {
+      const catchUp = acrossWorkspaces((scope) =>
+        Effect.gen(function*() {
+          let total = 0
           for (;;) {
             const { read, fresh } = yield* batch(scope)
             total += fresh
@@ -180,9 +195,9 @@ export class Materializer extends Context.Service<Materializer, {
           let passed: number
           do passed = yield* passSessions(scope)
           while (passed > 0)
-        }
-        return total
-      }).pipe(Effect.withSpan("Materializer.catchUp"))
+          return total
+        })
+      ).pipe(Effect.withSpan("Materializer.catchUp"))
 
       return Materializer.of({ round: round.pipe(Effect.withSpan("Materializer.round")), catchUp })
     })

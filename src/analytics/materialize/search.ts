@@ -36,13 +36,16 @@ export const insertSearchRows = (
       agent_id: a.decision.agent_id,
       created_at: a.decision.created_at.toISOString(),
       lexical_text: a.lexicalText,
-      local_vector: a.vector,
+      // an array literal: as JSON numbers, PostgreSQL parsed every element as numeric when binding the parameter
+      local_vector: `{${a.vector.join(",")}}`,
       model: `${a.decision.provider}/${a.decision.model}`,
       call_signature: a.signature
     }))
     // one JSON parameter: no parameter limit, and nullable columns need no array type inference. The postings and
     // term counts are written from what the insert returns: reading the new rows back by id let a planner without
-    // statistics on a young table scan (and unnest) every document of the workspace, 1.3 s a batch.
+    // statistics on a young table scan (and unnest) every document of the workspace, 1.3 s a batch. A decision's
+    // postings are inserted only with its new search row, so they cannot be there already: no ON CONFLICT, whose
+    // speculative insertion made them a third dearer (bench/RESULTS.md, "Analytics catch-up").
     const { tenant_id, workspace_id } = scope
     const unposted = [...UNPOSTED_LEXEMES]
     const rows = yield* sql<{ ledger_id: string }>`
@@ -50,16 +53,15 @@ export const insertSearchRows = (
         INSERT INTO decision_search (ledger_id, tenant_id, workspace_id, session_id, agent_id, created_at, document,
           local_vector, model, call_signature)
         SELECT t.ledger_id, ${tenant_id}::uuid, ${workspace_id}::uuid, t.session_id, t.agent_id, t.created_at,
-          to_tsvector(${LEXICAL_CONFIG}::regconfig, t.lexical_text), t.local_vector, t.model, t.call_signature
+          to_tsvector(${LEXICAL_CONFIG}::regconfig, t.lexical_text), t.local_vector::real[], t.model, t.call_signature
         FROM jsonb_to_recordset(${JSON.stringify(records)}::jsonb) AS t(ledger_id uuid, session_id uuid, agent_id text,
-          created_at timestamptz, lexical_text text, local_vector real[], model text, call_signature text)
+          created_at timestamptz, lexical_text text, local_vector text, model text, call_signature text)
         ON CONFLICT (ledger_id) DO NOTHING
         RETURNING ledger_id, created_at, document
       ), postings AS (
         INSERT INTO search_postings (tenant_id, workspace_id, lexeme, created_at, ledger_id)
         SELECT ${tenant_id}::uuid, ${workspace_id}::uuid, u.lexeme, f.created_at, f.ledger_id FROM fresh f, unnest(f.document) u
         WHERE u.lexeme <> ALL(${unposted}::text[])
-        ON CONFLICT DO NOTHING
       ), terms AS (
         INSERT INTO search_terms (tenant_id, workspace_id, lexeme, doc_count)
         SELECT ${tenant_id}::uuid, ${workspace_id}::uuid, u.lexeme, count(*) FROM fresh f, unnest(f.document) u

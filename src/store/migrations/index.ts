@@ -23,6 +23,7 @@ import { app } from "./0016_app.ts"
 import { memberReads } from "./0017_member_reads.ts"
 import { appSweep } from "./0018_app_sweep.ts"
 import { integrity } from "./0019_integrity.ts"
+import { searchStatistics } from "./0020_search_statistics.ts"
 
 /** Ordered migrations; ids never change once released (the database records them). */
 export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
@@ -44,5 +45,6 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0016_app": app,
   "0017_member_reads": memberReads,
   "0018_app_sweep": appSweep,
-  "0019_integrity": integrity
+  "0019_integrity": integrity,
+  "0020_search_statistics": searchStatistics
 }
