@@ -50,12 +50,21 @@ const decisionsMaterialized = Metric.counter("ledger_analytics_decisions_materia
   incremental: true
 })
 
+export interface RoundOutcome {
+  /** decisions materialised */
+  readonly materialized: number
+  /** a workspace still has decisions to materialise: its batches this round were all full */
+  readonly behind: boolean
+}
+
+const IDLE: RoundOutcome = { materialized: 0, behind: false }
+
 export class Materializer extends Context.Service<Materializer, {
   /**
    * One pass over every workspace whose analytics lease this process holds, a bounded number of batches each (what
-   * the fiber runs); yields decisions materialised.
+   * the fiber runs).
    */
-  readonly round: Effect.Effect<number, DatabaseUnavailable>
+  readonly round: Effect.Effect<RoundOutcome, DatabaseUnavailable>
   /** Materialises every decision built so far in every workspace (tests, tools); yields how many were new. */
   readonly catchUp: Effect.Effect<number, DatabaseUnavailable>
 }>()("ledger/analytics/Materializer") {
@@ -165,22 +174,21 @@ export class Materializer extends Context.Service<Materializer, {
             lastPass.set(key, now)
             yield* passSessions(scope)
           }
-          return total
+          return { materialized: total, behind: !caughtUp }
         })
 
-      /** Runs `each` over every workspace, WORKSPACES_AT_ONCE at a time; yields the sum of what they yield. */
-      const acrossWorkspaces = <E>(each: (scope: WorkspaceScope) => Effect.Effect<number, E>) =>
-        Effect.flatMap(workspaces, (scopes) =>
-          Effect.map(
-            Effect.forEach(scopes, each, { concurrency: WORKSPACES_AT_ONCE }),
-            (totals) => totals.reduce((sum, n) => sum + n, 0)
-          ))
+      /** Runs `each` over every workspace, WORKSPACES_AT_ONCE at a time. */
+      const acrossWorkspaces = <A, E>(each: (scope: WorkspaceScope) => Effect.Effect<A, E>) =>
+        Effect.flatMap(workspaces, (scopes) => Effect.forEach(scopes, each, { concurrency: WORKSPACES_AT_ONCE }))
 
       const round = Effect.suspend(() => {
         const repair = rounds++ % REPAIR_EVERY_ROUNDS === 0
         return acrossWorkspaces((scope) =>
-          Effect.flatMap(claimWorkspace(tenantSql, scope), (held) => held ? workspaceRound(scope, repair) : Effect.succeed(0))
-        )
+          Effect.flatMap(claimWorkspace(tenantSql, scope), (held) => held ? workspaceRound(scope, repair) : Effect.succeed(IDLE))
+        ).pipe(Effect.map((outcomes): RoundOutcome => ({
+          materialized: outcomes.reduce((sum, outcome) => sum + outcome.materialized, 0),
+          behind: outcomes.some((outcome) => outcome.behind)
+        })))
       })
 
       const catchUp = acrossWorkspaces((scope) =>
@@ -197,16 +205,24 @@ export class Materializer extends Context.Service<Materializer, {
           while (passed > 0)
           return total
         })
-      ).pipe(Effect.withSpan("Materializer.catchUp"))
+      ).pipe(
+        Effect.map((totals) => totals.reduce((sum, n) => sum + n, 0)),
+        Effect.withSpan("Materializer.catchUp")
+      )
 
       return Materializer.of({ round: round.pipe(Effect.withSpan("Materializer.round")), catchUp })
     })
   )
 
-  /** The supervised fiber: a round every LEDGER_ANALYTICS_INTERVAL_MS for the life of the layer, yielding to ingest. */
+  /**
+   * The supervised fiber: a round every LEDGER_ANALYTICS_INTERVAL_MS for the life of the layer, yielding to ingest —
+   * and while a round leaves a workspace behind, the next one at once (a backlog is not drained in steps of
+   * BATCHES_PER_ROUND with the interval between them).
+   */
   static readonly fiber = Layer.effectDiscard(Effect.gen(function*() {
     const materializer = yield* Materializer
     const { analytics } = yield* LedgerConfig
-    yield* every("analytics-materializer", yield* yieldingToIngest("analytics-materializer", materializer.round), analytics.intervalMs)
+    const round = yield* yieldingToIngest("analytics-materializer", materializer.round)
+    yield* every("analytics-materializer", round.pipe(Effect.repeat({ while: (outcome) => outcome?.behind === true })), analytics.intervalMs)
   }))
 }

@@ -17,8 +17,8 @@ const MAX_DEFERRAL_MS = 60_000
 /**
  * Analytics yields to ingest. Decisions are the promise and analytics is derived from them, so on a busy machine the
  * builders come first: while more than `LEDGER_ANALYTICS_YIELD_BACKLOG` captures wait for them (stream lag and
- * pending, over every shard), `step` is skipped — but never for longer than a minute in a row — and catches up once
- * they drain.
+ * pending, over every shard), `step` is skipped (the guarded step yields undefined) — but never for longer than a
+ * minute in a row — and catches up once they drain.
  */
 export const yieldingToIngest = <A, E, R>(name: string, step: Effect.Effect<A, E, R>) =>
   Effect.gen(function*() {
@@ -42,6 +42,6 @@ export const yieldingToIngest = <A, E, R>(name: string, step: Effect.Effect<A, E
         }
       }
       deferringSince = undefined
-      yield* step
+      return yield* step
     })
   })

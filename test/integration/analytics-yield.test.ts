@@ -1,12 +1,15 @@
 /**
  * Analytics shares the builder role's machine with ingest: it yields while captures wait for the builders (but at
- * most a minute in a row), and each workspace's analytics runs in one builder process at a time (a lease).
+ * most a minute in a row), each workspace's analytics runs in one builder process at a time (a lease), and a backlog
+ * is materialised round after round without the interval between them.
  */
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Effect, Layer, Metric, Option, Redacted, Ref } from "effect"
 import { TestClock } from "effect/testing"
 import * as Crypto from "node:crypto"
 import { claimWorkspace } from "../../src/analytics/lease.ts"
+import { Materializer } from "../../src/analytics/Materializer.ts"
+import { ModelCalls } from "../../src/analytics/ModelCalls.ts"
 import { deferredRounds, yieldingToIngest } from "../../src/analytics/yieldToIngest.ts"
 import { CaptureShards } from "../../src/capture/CaptureShards.ts"
 import { batchIds, CaptureStream } from "../../src/capture/CaptureStream.ts"
@@ -16,6 +19,7 @@ import { Credentials } from "../../src/auth/Credentials.ts"
 import { ScopedSql, TenantSql } from "../../src/store/TenantSql.ts"
 import { TEST_REDIS_URL, testKeyPrefix } from "../support/redis.ts"
 import { testSettings } from "../support/settings.ts"
+import { insertDecisions, makeCapture, seedDecision, TEMPLATES } from "../support/seed.ts"
 import { storeLayer } from "../support/stack.ts"
 
 const streamWithBacklogLimit = (yieldBacklog: number) =>
@@ -108,5 +112,40 @@ describe("analytics leases", () => {
         assert.isTrue(yield* claimWorkspace(tenantSql, scope, second), "taken over once lapsed")
         assert.isFalse(yield* claimWorkspace(tenantSql, scope, first))
       }))
+  })
+})
+
+describe("analytics pacing", () => {
+  const pacedStore = CaptureShards.single.pipe(
+    Layer.provideMerge(MemoryCaptureStream.layer),
+    Layer.provideMerge(storeLayer("postgres", { analytics: { ...defaultAnalyticsSettings, intervalMs: 600_000, yieldBacklog: 0 } }))
+  )
+  const materializer = Materializer.layer.pipe(Layer.provide(ModelCalls.layer))
+  layer(materializer.pipe(Layer.provideMerge(pacedStore)), { timeout: 120_000, excludeTestServices: true })((it) => {
+    it.effect("a round that leaves a workspace behind is followed at once, not after the interval", () =>
+      Effect.gen(function*() {
+        const created = yield* (yield* Credentials).bootstrap({ tenant: "paced", workspace: "ops", email: "paced@example.test", role: "member" })
+        const scope = { ...created, key_id: Crypto.randomUUID() }
+        // more than one round's share of a workspace (25 batches of 200)
+        const total = 5_300
+        const session = Crypto.randomUUID()
+        const started = Date.now() - total * 1_000
+        for (let from = 0; from < total; from += 1_000) {
+          yield* insertDecisions(Array.from({ length: Math.min(1_000, total - from) }, (_, i) =>
+            seedDecision(makeCapture({ scope, agent_id: "bulk", at: started + (from + i) * 1_000, template: TEMPLATES[(from + i) % TEMPLATES.length] }), session)
+          ))
+        }
+        const tenantSql = yield* TenantSql
+        const materialized = tenantSql.write(created, ScopedSql.use((sql) => sql<{ n: number }>`SELECT coalesce(sum(decisions), 0)::int AS n FROM hourly_rollups`))
+          .pipe(Effect.map(([row]) => row!.n))
+
+        // the fiber's rounds (interval: ten minutes): the second follows the first at once
+        yield* Layer.build(Materializer.fiber)
+        const deadline = Date.now() + 45_000
+        while ((yield* materialized) < total && Date.now() < deadline) yield* Effect.sleep(200)
+        assert.strictEqual(yield* materialized, total, "every decision materialised well within the interval")
+        const outcome = yield* Materializer.use((m) => m.round)
+        assert.deepStrictEqual(outcome, { materialized: 0, behind: false }, "caught up")
+      }).pipe(Effect.scoped), 90_000)
   })
 })
