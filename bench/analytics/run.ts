@@ -26,6 +26,7 @@ import { Materializer } from "../../src/analytics/Materializer.ts"
 import { ModelCalls } from "../../src/analytics/ModelCalls.ts"
 import { serveApi } from "../../src/api/ApiServer.ts"
 import { Authenticator } from "../../src/auth/Authenticator.ts"
+import { CaptureShards } from "../../src/capture/CaptureShards.ts"
 import * as MemoryCaptureStream from "../../src/capture/MemoryCaptureStream.ts"
 import { LedgerConfig } from "../../src/config/LedgerConfig.ts"
 import type { Principal } from "../../src/domain/principal.ts"
@@ -247,6 +248,7 @@ const program = Effect.gen(function*() {
         Layer.provide(ModelCalls.layer),
         Layer.provideMerge(serveApi(ApiRoutesLive)),
         Layer.provideMerge(Health.layer),
+        Layer.provideMerge(CaptureShards.single),
         Layer.provideMerge(MemoryCaptureStream.layer),
         Layer.provideMerge(store)
       )

@@ -1,11 +1,12 @@
 /**
  * Liveness, readiness and metrics for operators (docs/ARCHITECTURE.md, "Surfaces"), served on both ports.
- * `/healthz`: the process answers. `/readyz`: the database and the capture stream are reachable.
+ * `/healthz`: the process answers. `/readyz`: the database and every shard of the capture stream are reachable (on a
+ * Redis Cluster the shards live on different nodes, so one can be down while shard 0 answers).
  */
 import { Context, Duration, Effect, Layer, type Scope } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
 import { PrometheusMetrics } from "effect/observability"
-import { CaptureStream } from "../capture/CaptureStream.ts"
+import { CaptureShards } from "../capture/CaptureShards.ts"
 import { ScopedSql, TenantSql } from "../store/TenantSql.ts"
 import { mergeExpositions } from "./exposition.ts"
 
@@ -13,6 +14,8 @@ export interface Readiness {
   readonly ready: boolean
   readonly database: "ok" | "unavailable"
   readonly stream: "ok" | "unavailable"
+  /** which shards did not answer, when the stream is sharded and some did not */
+  readonly unavailable_shards?: ReadonlyArray<number>
 }
 
 const PROBE_TIMEOUT = Duration.seconds(2)
@@ -20,7 +23,7 @@ const PROBE_TIMEOUT = Duration.seconds(2)
 const make = (processMetrics?: Effect.Effect<string>) =>
   Effect.gen(function*() {
     const tenantSql = yield* TenantSql
-    const stream = yield* CaptureStream
+    const shards = yield* CaptureShards
     const probe = (effect: Effect.Effect<unknown, unknown>) =>
       effect.pipe(
         Effect.timeout(PROBE_TIMEOUT),
@@ -28,10 +31,18 @@ const make = (processMetrics?: Effect.Effect<string>) =>
         Effect.catchCause(() => Effect.succeed("unavailable" as const))
       )
     const readiness = Effect.gen(function*() {
-      const [database, streamState] = yield* Effect.all([probe(tenantSql.control(ScopedSql.use((sql) => sql`SELECT 1`))), probe(stream.stats)], {
-        concurrency: 2
-      })
-      return { ready: database === "ok" && streamState === "ok", database, stream: streamState }
+      const [database, streams] = yield* Effect.all([
+        probe(tenantSql.control(ScopedSql.use((sql) => sql`SELECT 1`))),
+        Effect.forEach(shards.streams, (stream) => probe(stream.stats), { concurrency: "unbounded" })
+      ], { concurrency: 2 })
+      const unavailable = streams.flatMap((state, index) => state === "ok" ? [] : [index])
+      const stream = unavailable.length === 0 ? "ok" as const : "unavailable" as const
+      return {
+        ready: database === "ok" && stream === "ok",
+        database,
+        stream,
+        ...(shards.streams.length > 1 && unavailable.length > 0 ? { unavailable_shards: unavailable } : {})
+      }
     }).pipe(Effect.withSpan("Health.readiness"))
     const sources = new Set<Effect.Effect<string>>()
     const metrics = Effect.gen(function*() {

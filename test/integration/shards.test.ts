@@ -3,7 +3,8 @@
  * builder`) on real Redis and PostgreSQL, on one Redis and on a three-node Redis Cluster: captures published over four
  * shards by workspace, then a resharding to two while two builders run and one of them is SIGKILLed mid-batch. Every
  * capture becomes a decision exactly once, every shard — the two retired ones too — ends with nothing pending, and the
- * shard record comes down to two once the retired shards are drained.
+ * shard record comes down to two once the retired shards are drained. And readiness answers for every shard, not the
+ * first alone.
  */
 import { assert, describe, layer } from "@effect/vitest"
 import { Context, Effect, Fiber, Layer, Option, Redacted, type Scope } from "effect"
@@ -14,6 +15,7 @@ import { CaptureShards, shardKey } from "../../src/capture/CaptureShards.ts"
 import { batchIds } from "../../src/capture/CaptureStream.ts"
 import { clusterKey } from "../../src/capture/redisConnection.ts"
 import { LedgerConfig } from "../../src/config/LedgerConfig.ts"
+import { Health } from "../../src/ops/Health.ts"
 import { TEST_REDIS_URL, testKeyPrefix } from "../support/redis.ts"
 import { startRedisCluster } from "../support/redis-cluster.ts"
 import { storeWithPoolLayer } from "../support/stack.ts"
@@ -184,6 +186,25 @@ const reshardedWhileKilled = (stack: typeof oneRedis, on: string) =>
         assert.isFalse(survivor.exited())
       }), 200_000)
   })
+
+layer(Health.layer.pipe(Layer.provideMerge(oneRedis)), { timeout: 60_000, excludeTestServices: true })("readiness over shards", (it) => {
+  it.effect("a shard that does not answer makes the process unready, and is named", () =>
+    Effect.gen(function*() {
+      const settings = yield* LedgerConfig
+      const health = yield* Health
+      assert.deepStrictEqual(yield* health.readiness, { ready: true, database: "ok", stream: "ok" })
+      // shard 2's key holding something that is not a stream: every command on it fails, as on a node that is down
+      const client = yield* Effect.acquireRelease(
+        Effect.promise(() => createClient({ url: TEST_REDIS_URL }).connect()),
+        (client) => Effect.promise(() => client.quit())
+      )
+      const key = shardKey(settings.streamKey, 2)
+      yield* Effect.promise(() => client.del(key).then(() => client.set(key, "not a stream")))
+      assert.deepStrictEqual(yield* health.readiness, { ready: false, database: "ok", stream: "unavailable", unavailable_shards: [2] })
+      yield* Effect.promise(() => client.del(key))
+      assert.deepStrictEqual(yield* health.readiness, { ready: true, database: "ok", stream: "ok" })
+    }))
+})
 
 describe("capture stream shards", () => {
   reshardedWhileKilled(oneRedis, "one Redis")

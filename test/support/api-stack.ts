@@ -15,6 +15,7 @@ import { ApiRoutesLive } from "../../layers/Api.ts"
 import { StoreLive } from "../../layers/Store.ts"
 import { serveApi } from "../../src/api/ApiServer.ts"
 import { Authenticator } from "../../src/auth/Authenticator.ts"
+import { CaptureShards } from "../../src/capture/CaptureShards.ts"
 import * as MemoryCaptureStream from "../../src/capture/MemoryCaptureStream.ts"
 import { LedgerConfig, type LedgerSettings } from "../../src/config/LedgerConfig.ts"
 import type { MemberRole, Principal } from "../../src/domain/principal.ts"
@@ -72,7 +73,7 @@ export const apiStack = (options: ApiStackOptions = {}): Effect.Effect<ApiStackI
         ...options.settings
       })
       const core = Health.layer.pipe(
-        Layer.provideMerge(Layer.mergeAll(StoreLive, MemoryCaptureStream.layer)),
+        Layer.provideMerge(Layer.mergeAll(StoreLive, CaptureShards.single.pipe(Layer.provideMerge(MemoryCaptureStream.layer)))),
         Layer.provideMerge(LedgerConfig.layerFrom(settings))
       )
       const context = yield* Layer.build(serveApi(ApiRoutesLive).pipe(Layer.provideMerge(core), Layer.provide(logging)))
