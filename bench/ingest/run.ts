@@ -5,8 +5,9 @@
  *
  *   npx node bench/ingest/run.ts [--builders 2] [--consumers 2] [--batch 500] [--shards 1] [--workspaces 3]
  *                                [--rate 8000] [--seconds 20] [--latency-rate 1000] [--latency-seconds 20]
- *                                [--sustained-only]
+ *                                [--sustained-only] [--captures realistic|short]
  *
+ * `--captures short` publishes the gateway benchmark's small call instead of the realistic shapes (captures.ts).
  * `--sustained-only` stops after phase 1 (for side-by-side runs of the builder's rate). `--shards N` runs the capture
  * stream in N shards (LEDGER_CAPTURE_SHARDS): captures are published to their workspace's shard and the builders share
  * the shards out by lease; `--workspaces` is how many workspaces the sustained phase spreads its captures over.
@@ -48,7 +49,7 @@ import { freePort } from "../../test/support/ports.ts"
 import { TEST_REDIS_URL, testKeyPrefix } from "../../test/support/redis.ts"
 import { testSettings } from "../../test/support/settings.ts"
 import { processesCpu } from "../support/cpu.ts"
-import { type CaptureIdentity, realisticCapture, TEMPLATE_COUNT } from "./captures.ts"
+import { CAPTURE_SHAPES, type CaptureIdentity, type CaptureShape, realisticCapture, TEMPLATE_COUNT } from "./captures.ts"
 
 const { values: args } = parseArgs({
   options: {
@@ -61,7 +62,8 @@ const { values: args } = parseArgs({
     "latency-seconds": { type: "string", default: "20" },
     "sustained-only": { type: "boolean", default: false },
     shards: { type: "string", default: "1" },
-    workspaces: { type: "string", default: "3" }
+    workspaces: { type: "string", default: "3" },
+    captures: { type: "string", default: "realistic" }
   }
 })
 const BUILDERS = Number(args.builders)
@@ -74,6 +76,8 @@ const LATENCY_SECONDS = Number(args["latency-seconds"])
 const SUSTAINED_ONLY = args["sustained-only"]
 const SHARDS = Number(args.shards)
 const WORKSPACES = Number(args.workspaces)
+const SHAPE = args.captures as CaptureShape
+if (!CAPTURE_SHAPES.includes(SHAPE)) throw new Error(`--captures: one of ${CAPTURE_SHAPES.join(", ")}`)
 const TICK_MS = 10
 /** How long phase 2 waits for analytics to catch up with phase 1 before it starts anyway. */
 const CATCH_UP_LIMIT_MS = 300_000
@@ -229,7 +233,7 @@ const program = Effect.gen(function*() {
     const published = yield* publishAt(RATE, SECONDS, (i, now) => {
       const identity = identities[i % identities.length]!
       const agent = Math.floor(i / identities.length) % AGENTS_PER_WORKSPACE
-      const capture = realisticCapture(identity, { agent_id: `agent-${agent}`, agent_name: `Agent ${agent}`, started_at: now - 1_500, variant: i % TEMPLATE_COUNT })
+      const capture = realisticCapture(identity, { agent_id: `agent-${agent}`, agent_name: `Agent ${agent}`, started_at: now - 1_500, variant: i % TEMPLATE_COUNT }, SHAPE)
       return { scope: capture, payload: JSON.stringify(capture) }
     })
     const publishedFor = (Date.now() - started) / 1000
@@ -296,7 +300,7 @@ const program = Effect.gen(function*() {
     // --- phase 2: latency at a moderate rate
     yield* log(`latency: publishing ${LATENCY_RATE}/s for ${LATENCY_SECONDS} s`)
     const latencyPublished = yield* publishAt(LATENCY_RATE, LATENCY_SECONDS, (i, now) => {
-      const capture = realisticCapture(latencyIdentity, { agent_id: `agent-${i % AGENTS_PER_WORKSPACE}`, started_at: now - 1_500, duration_ms: 1_500, variant: i % TEMPLATE_COUNT })
+      const capture = realisticCapture(latencyIdentity, { agent_id: `agent-${i % AGENTS_PER_WORKSPACE}`, started_at: now - 1_500, duration_ms: 1_500, variant: i % TEMPLATE_COUNT }, SHAPE)
       return { scope: capture, payload: JSON.stringify(capture) }
     })
     while ((yield* countDecisions([latencyIdentity.workspace_id])) < latencyPublished) yield* Effect.sleep("100 millis")

@@ -9,7 +9,7 @@
  * - `fingerprints`: hashes of the distinctive lines of a text, to recognise one agent's output reused as another
  *   agent's input (hand-offs).
  */
-import { createHash } from "node:crypto"
+import { hash } from "node:crypto"
 
 export const VECTOR_DIMENSIONS = 256
 
@@ -89,7 +89,7 @@ export const centroid = (vectors: ReadonlyArray<ReadonlyArray<number>>): Array<n
   return normalise(sum)
 }
 
-const shortHash = (text: string): string => createHash("sha256").update(text, "utf8").digest("hex").slice(0, 16)
+const shortHash = (text: string): string => hash("sha256", text, "hex").slice(0, 16)
 
 /** Numbers, hex ids, uuids and timestamps vary between otherwise identical calls. */
 const normaliseForSignature = (text: string): string =>
@@ -123,7 +123,7 @@ export const fingerprints = (texts: ReadonlyArray<string>): Array<string> => {
 
 /** A deterministic uuid-shaped id for a named thing (feature ids from their anchor session). */
 export const stableUuid = (name: string): string => {
-  const hex = createHash("sha256").update(name, "utf8").digest("hex")
+  const hex = hash("sha256", name, "hex")
   // version nibble 8 ("custom", RFC 9562) and the RFC variant bits
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${((parseInt(hex[16]!, 16) & 0x3) | 0x8).toString(16)}${
     hex.slice(17, 20)

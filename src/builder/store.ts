@@ -45,7 +45,7 @@ const AGENT_LOCK_CLASS = 0x1ed9e7
 
 /** The advisory lock key of an agent: 32 bits of a hash (a collision only serialises two agents more). */
 export const agentLockKey = (scope: WorkspaceScope, agentId: string): number =>
-  Crypto.createHash("sha1").update(`${scope.tenant_id}\u0000${scope.workspace_id}\u0000${agentId}`).digest().readInt32BE(0)
+  Crypto.hash("sha1", `${scope.tenant_id}\u0000${scope.workspace_id}\u0000${agentId}`, "buffer").readInt32BE(0)
 
 /** Takes the agents' transaction-level locks in ascending key order (the one order every builder uses). */
 export const lockAgents = (keys: Iterable<number>) =>

@@ -2,7 +2,7 @@
  * Text helpers shared by the derivation modules: truncation, hashing, safe JSON, markdown fences,
  * and the URL / file-path scanners used by both evidence and subjects.
  */
-import { createHash } from "node:crypto"
+import { hash } from "node:crypto"
 
 /** Longest excerpt kept for trace steps and evidence; the hash always covers the full text. */
 const EXCERPT_CHARS = 500
@@ -20,7 +20,8 @@ export const excerpt = (text: string): string => truncate(text.trim(), EXCERPT_C
 
 export const collapseWhitespace = (text: string): string => text.replace(/\s+/g, " ").trim()
 
-export const sha256Hex = (text: string): string => createHash("sha256").update(text, "utf8").digest("hex")
+/** One-shot `hash`: a Hash object per call cost the builder ~3 µs a decision more (bench/RESULTS.md, "Scale"). */
+export const sha256Hex = (text: string): string => hash("sha256", text, "hex")
 
 /** `JSON.parse` that answers `undefined` instead of throwing. */
 export const parseJson = (text: string): unknown => {
