@@ -146,7 +146,12 @@ export const shardStats = (shards: CaptureShards["Service"]) =>
   Effect.flatMap(shards.recorded, (count) =>
     Effect.forEach(
       Array.from({ length: count }, (_, shard) => shard),
-      (shard) => Effect.map(Effect.flatMap(shards.stream(shard), (stream) => stream.stats), (stats): ShardStats => ({ shard, stats })),
+      (shard) =>
+        Effect.flatMap(shards.stream(shard), (stream) => stream.stats).pipe(
+          Effect.map((stats): ShardStats => ({ shard, stats })),
+          // which shard: on a cluster the others may answer
+          Effect.mapError((error) => count > 1 ? new StreamUnavailable({ message: `shard ${shard}: ${error.message}`, cause: error.cause }) : error)
+        ),
       { concurrency: "unbounded" }
     ))
 

@@ -188,7 +188,7 @@ const reshardedWhileKilled = (stack: typeof oneRedis, on: string) =>
   })
 
 layer(Health.layer.pipe(Layer.provideMerge(oneRedis)), { timeout: 60_000, excludeTestServices: true })("readiness over shards", (it) => {
-  it.effect("a shard that does not answer makes the process unready, and is named", () =>
+  it.effect("a shard that does not answer makes the process unready, and is named (by ledger status too)", () =>
     Effect.gen(function*() {
       const settings = yield* LedgerConfig
       const health = yield* Health
@@ -201,6 +201,10 @@ layer(Health.layer.pipe(Layer.provideMerge(oneRedis)), { timeout: 60_000, exclud
       const key = shardKey(settings.streamKey, 2)
       yield* Effect.promise(() => client.del(key).then(() => client.set(key, "not a stream")))
       assert.deepStrictEqual(yield* health.readiness, { ready: false, database: "ok", stream: "unavailable", unavailable_shards: [2] })
+      // `ledger status` says which shard
+      const status = yield* runLedger(["status", "--json"], ledgerEnv(settings, { LEDGER_CAPTURE_SHARDS: String(BEFORE) }))
+      const problems = (JSON.parse(status.stdout) as PipelineReport).problems
+      assert.isTrue(problems.some((problem) => problem.startsWith("stream: shard 2: ")), problems.join("\n"))
       yield* Effect.promise(() => client.del(key))
       assert.deepStrictEqual(yield* health.readiness, { ready: true, database: "ok", stream: "ok" })
     }))
