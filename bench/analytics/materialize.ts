@@ -32,7 +32,7 @@ const { values } = parseArgs({
 
 /** What the materialiser and the detectors write (migration 0005), but the workspaces' ROI settings. */
 const DERIVED_TABLES = [
-  "analytics_progress", "analytics_sessions", "decision_search", "decision_prints", "search_postings", "search_terms",
+  "analytics_progress", "analytics_sessions", "decision_search", "decision_prints", "search_posting_blocks", "search_terms",
   "subjects", "sources", "session_subjects", "agent_subjects", "graph_edges", "handoffs", "hourly_rollups", "features",
   "feature_sessions", "feature_merge_suggestions", "insights"
 ]

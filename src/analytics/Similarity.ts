@@ -2,8 +2,9 @@
  * Similar decisions (docs/ARCHITECTURE.md, "Analytics"): what is literally there first, then by meaning.
  *
  * Candidates come from three places:
- * - by words (a text query): the decisions holding every word of the query (postings by lexeme, `search_postings`,
- *   intersected from the rarest term), newest first — so a decision holding the query is always a candidate;
+ * - by words (a text query): the decisions holding every word of the query (the rarest term's postings,
+ *   `search_posting_blocks`, whose documents hold the others), newest first — so a decision holding the query is always
+ *   a candidate;
  * - by meaning: pgvector's nearest neighbours when the extension and its HNSW indexes exist, otherwise the decisions
  *   sharing the query's rarest terms (`search_terms` document frequencies), or, when every term is common, the newest
  *   decisions having any of them;
@@ -28,6 +29,7 @@ import { currentSessionId } from "../store/sessionAliases.ts"
 import { analyseDecision, type BuiltDecision } from "./analyse.ts"
 import { BUILT_COLUMNS } from "./materialize/cursor.ts"
 import { LEXICAL_CONFIG, UNPOSTED_LEXEMES } from "./materialize/search.ts"
+import { ENTRIES, newestFirst, newestHolding, type Posting } from "./postings.ts"
 import type { SimilarDecision, SimilarMatch, SimilarResult } from "./schema.ts"
 import { localVector, similarity } from "./text.ts"
 
@@ -251,14 +253,7 @@ const lexicalCandidates = (query: SimilarQuery, wanted: number) =>
     // a term no decision has: no decision holds them all
     if (counts.length < posted.length) return []
     const [rarest, ...others] = counts.map((row) => row.lexeme)
-    return yield* sql<Candidate>`
-      SELECT p.ledger_id::text AS ledger_id, p.created_at::text AS at FROM search_postings p
-      WHERE p.lexeme = ${rarest!} AND (
-        -- key probes (LIMIT 1): as NOT EXISTS, the planner hashed the workspace's whole postings for every query
-        SELECT count(*) FROM unnest(${others}::text[]) AS o(lexeme)
-        CROSS JOIN LATERAL (SELECT 1 FROM search_postings q
-          WHERE q.lexeme = o.lexeme AND q.created_at = p.created_at AND q.ledger_id = p.ledger_id LIMIT 1) x) = ${others.length}
-      ORDER BY p.created_at DESC LIMIT ${wanted}`
+    return yield* newestHolding(rarest!, others, wanted)
   })
 
 /** Candidates by meaning (see the header); the strategy that found them. */
@@ -297,16 +292,17 @@ const meaningCandidates = (query: SimilarQuery, conditions: ReturnType<ScopedSql
       const rows = yield* sql<Candidate>`
         SELECT p.ledger_id::text AS ledger_id, max(p.created_at)::text AS at FROM unnest(${rare}::text[]) AS t(lexeme)
         -- LIMIT keeps the probe per term (flattened, a planner without statistics scanned every posting of the workspace)
-        CROSS JOIN LATERAL (SELECT q.ledger_id, q.created_at FROM search_postings q WHERE q.lexeme = t.lexeme LIMIT ${TERM_BUDGET}) p
+        CROSS JOIN LATERAL (SELECT u.ledger_id, u.created_at FROM search_posting_blocks b, ${sql.literal(ENTRIES)}
+          WHERE b.lexeme = t.lexeme LIMIT ${TERM_BUDGET}) p
         GROUP BY p.ledger_id ORDER BY count(*) DESC, max(p.created_at) DESC LIMIT ${wanted}`
       return { strategy: "full_text" as const, ids: rows }
     }
-    // every term is common: the newest decisions that have any of them (each term's postings read newest first)
-    const rows = yield* sql<Candidate>`
-      SELECT x.ledger_id::text AS ledger_id, max(x.created_at)::text AS at FROM unnest(${frequencies.slice(0, MAX_QUERY_TERMS).map((t) => t.lexeme)}::text[]) AS t(lexeme)
-      CROSS JOIN LATERAL (SELECT p.ledger_id, p.created_at FROM search_postings p WHERE p.lexeme = t.lexeme
-        ORDER BY p.created_at DESC LIMIT ${wanted}) x
-      GROUP BY x.ledger_id ORDER BY max(x.created_at) DESC LIMIT ${wanted}`
+    // every term is common: the newest decisions that have any of them (each term's newest postings)
+    const newest = new Map<string, Posting>()
+    for (const term of frequencies.slice(0, MAX_QUERY_TERMS)) {
+      for (const posting of yield* newestHolding(term.lexeme, [], wanted)) newest.set(posting.ledger_id, posting)
+    }
+    const rows: Array<Candidate> = [...newest.values()].sort(newestFirst).slice(0, wanted)
     return { strategy: "recent" as const, ids: rows }
   })
 

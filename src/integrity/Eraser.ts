@@ -21,6 +21,7 @@ import { Clock, Context, Effect, Layer, Schema } from "effect"
 import * as Crypto from "node:crypto"
 import type { DatabaseUnavailable } from "../domain/errors.ts"
 import { VECTOR_DIMENSIONS } from "../analytics/text.ts"
+import { forgetPostings } from "../analytics/postings.ts"
 import { ScopedSql, TenantSql } from "../store/TenantSql.ts"
 import { IntegrityKeys } from "./IntegrityKeys.ts"
 import { auditMacText } from "./markers.ts"
@@ -154,27 +155,19 @@ export class Eraser extends Context.Service<Eraser, {
           const done = { read: page.length, erased: erased.length, last: page.at(-1)! }
           if (erased.length === 0) return done
           const ids = erased.map((row) => row.ledger_id)
-          // postings are found by their search rows' lexemes (their key), before those rows are blanked; similarity
-          // search reads document frequencies, so the term counts lose them too
-          const emptied = yield* sql<{ lexeme: string }>`
-            WITH gone AS (
-              DELETE FROM search_postings p USING (
-                SELECT s.ledger_id, s.created_at, u.lexeme FROM decision_search s, unnest(s.document) u
-                WHERE s.ledger_id = ANY(${ids}::uuid[])
-              ) x
-              WHERE p.tenant_id = ${tenant_id}::uuid AND p.workspace_id = ${workspace_id}::uuid AND p.lexeme = x.lexeme
-                AND p.created_at = x.created_at AND p.ledger_id = x.ledger_id
-              RETURNING p.lexeme
-            ), counted AS (
-              UPDATE search_terms t SET doc_count = t.doc_count - g.n FROM (SELECT lexeme, count(*) AS n FROM gone GROUP BY lexeme) g
-              WHERE t.tenant_id = ${tenant_id}::uuid AND t.workspace_id = ${workspace_id}::uuid AND t.lexeme = g.lexeme
-              RETURNING t.lexeme, t.doc_count
-            )
-            SELECT lexeme FROM counted WHERE doc_count <= 0`
-          if (emptied.length > 0) {
-            yield* sql`DELETE FROM search_terms WHERE tenant_id = ${tenant_id}::uuid AND workspace_id = ${workspace_id}::uuid
-              AND lexeme = ANY(${emptied.map((row) => row.lexeme)}::text[]) AND doc_count <= 0`
-          }
+          // a decision's posting blocks are found by its search row's lexemes (their key) and time, before the row is
+          // blanked: the first block of the lexeme ending at or after it that holds it. Similarity search reads
+          // document frequencies, so the term counts lose the decisions too
+          yield* forgetPostings(
+            target.scope,
+            sql`SELECT unnest(${ids}::uuid[]) AS ledger_id`,
+            sql`SELECT DISTINCT k.lexeme, k.newest, k.head FROM decision_search s, unnest(s.document) t
+              CROSS JOIN LATERAL (SELECT b.lexeme, b.newest, b.head FROM search_posting_blocks b
+                WHERE b.tenant_id = ${tenant_id}::uuid AND b.workspace_id = ${workspace_id}::uuid AND b.lexeme = t.lexeme
+                  AND b.newest >= s.created_at AND b.oldest <= s.created_at AND s.ledger_id = ANY(b.ledger_ids)
+                ORDER BY b.newest LIMIT 1) k
+              WHERE s.ledger_id = ANY(${ids}::uuid[])`
+          )
           yield* sql`UPDATE decision_search SET document = ''::tsvector,
               local_vector = array_fill(0::real, ARRAY[${VECTOR_DIMENSIONS}::int]), embedding = NULL, embedding_model = NULL,
               call_signature = ''

@@ -27,6 +27,7 @@ import { SqlClient, type SqlError } from "effect/sql"
 import { LedgerConfig } from "../config/LedgerConfig.ts"
 import type { DatabaseUnavailable } from "../domain/errors.ts"
 import type { WorkspaceScope } from "../domain/principal.ts"
+import { ENTRIES, forgetPostings } from "../analytics/postings.ts"
 import { ScopedSql, TenantSql } from "../store/TenantSql.ts"
 import { RESTART, sweepEvery } from "../supervision/supervise.ts"
 import { GENESIS } from "./chain.ts"
@@ -180,16 +181,15 @@ export class DecisionRetention extends Context.Service<DecisionRetention, {
         yield* tenantSql.write(scope, Effect.gen(function*() {
           const tx = yield* ScopedSql
           const { tenant_id, workspace_id } = scope
-          // similarity search reads document frequencies: they lose the documents whose postings go
-          yield* tx`WITH gone AS (
-              DELETE FROM search_postings p USING decisions d
-              WHERE p.tenant_id = ${tenant_id}::uuid AND p.workspace_id = ${workspace_id}::uuid AND p.ledger_id = d.ledger_id
-                AND d.tenant_id = ${tenant_id}::uuid AND d.workspace_id = ${workspace_id}::uuid AND d.recorded_at < ${upper}
-              RETURNING p.lexeme
-            )
-            UPDATE search_terms t SET doc_count = t.doc_count - g.n FROM (SELECT lexeme, count(*) AS n FROM gone GROUP BY lexeme) g
-            WHERE t.tenant_id = ${tenant_id}::uuid AND t.workspace_id = ${workspace_id}::uuid AND t.lexeme = g.lexeme`
-          yield* tx`DELETE FROM search_terms WHERE tenant_id = ${tenant_id}::uuid AND workspace_id = ${workspace_id}::uuid AND doc_count <= 0`
+          // postings and document frequencies lose the decisions (the blocks holding them: one pass over the workspace's)
+          yield* forgetPostings(
+            scope,
+            tx`SELECT d.ledger_id FROM decisions d
+              WHERE d.tenant_id = ${tenant_id}::uuid AND d.workspace_id = ${workspace_id}::uuid AND d.recorded_at < ${upper}`,
+            tx`SELECT DISTINCT b.lexeme, b.newest, b.head FROM search_posting_blocks b, ${tx.literal(ENTRIES)}
+              WHERE b.tenant_id = ${tenant_id}::uuid AND b.workspace_id = ${workspace_id}::uuid
+                AND u.ledger_id IN (SELECT ledger_id FROM gone)`
+          )
           yield* tx`DELETE FROM decision_search s USING decisions d
             WHERE s.tenant_id = ${tenant_id}::uuid AND s.workspace_id = ${workspace_id}::uuid AND s.ledger_id = d.ledger_id
               AND d.tenant_id = ${tenant_id}::uuid AND d.workspace_id = ${workspace_id}::uuid AND d.recorded_at < ${upper}`

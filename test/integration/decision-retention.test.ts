@@ -15,6 +15,7 @@ import { pruneMacText } from "../../src/integrity/markers.ts"
 import { DecisionRetention } from "../../src/integrity/Retention.ts"
 import { Verifier } from "../../src/integrity/Verifier.ts"
 import type { Backend } from "../support/stack.ts"
+import { POSTING_ROWS } from "../support/postings.ts"
 import { builderStack, captureJson, chainedWorkspace, MINUTE, newWorkspace, publishAndBuild, T0 } from "./builder-harness.ts"
 
 const DAY = 86_400_000
@@ -56,12 +57,15 @@ const derivedRows = (workspaces: ReadonlyArray<string>, k: number) =>
         local_vector, call_signature)
       SELECT ledger_id, tenant_id, workspace_id, session_id, agent_id, created_at, to_tsvector('simple', title), '{}'::real[], 'sig'
       FROM decisions WHERE workspace_id IN ${sql.in(workspaces)}`
-    yield* sql`INSERT INTO search_postings (tenant_id, workspace_id, lexeme, created_at, ledger_id)
-      SELECT tenant_id, workspace_id, l, created_at, ledger_id
+    // blocks of three decisions by seq: some of them straddle the cut, and keep their newer entries
+    yield* sql`INSERT INTO search_posting_blocks (tenant_id, workspace_id, lexeme, newest, oldest, head, ledger_ids, created_ats)
+      SELECT tenant_id, workspace_id, l, max(created_at), min(created_at), (array_agg(ledger_id ORDER BY created_at DESC, ledger_id DESC))[1],
+        array_agg(ledger_id ORDER BY created_at DESC, ledger_id DESC), array_agg(created_at ORDER BY created_at DESC, ledger_id DESC)
       FROM decisions, unnest(ARRAY['shared', CASE WHEN seq <= ${k} THEN 'old' ELSE 'new' END]) AS l
-      WHERE workspace_id IN ${sql.in(workspaces)}`
+      WHERE workspace_id IN ${sql.in(workspaces)}
+      GROUP BY tenant_id, workspace_id, l, seq / 3`
     yield* sql`INSERT INTO search_terms (tenant_id, workspace_id, lexeme, doc_count)
-      SELECT tenant_id, workspace_id, lexeme, count(*) FROM search_postings WHERE workspace_id IN ${sql.in(workspaces)} GROUP BY 1, 2, 3`
+      SELECT tenant_id, workspace_id, lexeme, count(*) FROM ${sql.literal(POSTING_ROWS)} p WHERE workspace_id IN ${sql.in(workspaces)} GROUP BY 1, 2, 3`
     yield* sql`INSERT INTO decision_prints (tenant_id, workspace_id, direction, print, ledger_id, agent_id, created_at)
       SELECT tenant_id, workspace_id, 'out', 'print-' || seq, ledger_id, agent_id, created_at FROM decisions
       WHERE workspace_id IN ${sql.in(workspaces)}`
@@ -178,7 +182,7 @@ const suite = (backend: Backend) =>
         // derived rows of the dropped decisions are gone, document frequencies down with them; the others stay
         const counts = yield* sql<{ what: string; n: number }>`
           SELECT 'search' AS what, count(*)::int AS n FROM decision_search WHERE workspace_id IN ${sql.in(ids)}
-          UNION ALL SELECT 'postings', count(*)::int FROM search_postings WHERE workspace_id IN ${sql.in(ids)}
+          UNION ALL SELECT 'postings', count(*)::int FROM ${sql.literal(POSTING_ROWS)} p WHERE workspace_id IN ${sql.in(ids)}
           UNION ALL SELECT 'prints', count(*)::int FROM decision_prints WHERE workspace_id IN ${sql.in(ids)}
           UNION ALL SELECT 'handoffs', count(*)::int FROM handoffs WHERE workspace_id IN ${sql.in(ids)}`
         assert.deepStrictEqual(Object.fromEntries(counts.map((row) => [row.what, row.n])), { search: 10, postings: 20, prints: 10, handoffs: 2 })

@@ -24,6 +24,7 @@ import { getDecision } from "../../src/mcp/tools/get_decision.ts"
 import { callTool } from "../../src/mcp/tools/Tool.ts"
 import { LedgerQueryLive } from "../../src/query/ReadModel.ts"
 import { builderStack, captureJson, MINUTE, publishAndBuild, T0 } from "./builder-harness.ts"
+import { POSTING_ROWS } from "../support/postings.ts"
 
 interface Member {
   readonly tenant: string
@@ -96,7 +97,7 @@ const termCountsHold = (workspaceId: string) =>
     const sql = yield* SqlClient.SqlClient
     const [row] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM
       (SELECT lexeme, doc_count FROM search_terms WHERE workspace_id = ${workspaceId}::uuid) t
-      FULL JOIN (SELECT lexeme, count(*) AS c FROM search_postings WHERE workspace_id = ${workspaceId}::uuid GROUP BY lexeme) p
+      FULL JOIN (SELECT lexeme, count(*) AS c FROM ${sql.literal(POSTING_ROWS)} p WHERE workspace_id = ${workspaceId}::uuid GROUP BY lexeme) p
         ON p.lexeme = t.lexeme
       WHERE coalesce(t.doc_count, 0) <> coalesce(p.c, 0)`
     return row!.n === 0
@@ -122,7 +123,7 @@ describe("erasure", () => {
         const otherBefore = yield* decisionsOf(other!.workspace_id)
         const erasedIds = before.filter((d) => d.agent_id === "agent-a").map((d) => d.ledger_id)
         const keptIds = before.filter((d) => d.agent_id === "agent-b").map((d) => d.ledger_id)
-        const [postings] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM search_postings WHERE ledger_id = ANY(${erasedIds}::uuid[])`
+        const [postings] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM ${sql.literal(POSTING_ROWS)} p WHERE ledger_id = ANY(${erasedIds}::uuid[])`
         assert.isAbove(postings!.n, 0)
         assert.isTrue(yield* termCountsHold(ann!.workspace_id))
         const [rollup] = yield* sql<{ n: number }>`SELECT sum(decisions)::int AS n FROM hourly_rollups WHERE workspace_id = ${ann!.workspace_id}::uuid`
@@ -168,10 +169,10 @@ describe("erasure", () => {
           FROM decision_search WHERE ledger_id = ANY(${erasedIds}::uuid[])`
         assert.deepStrictEqual(search, { rows: 6, worded: 0 })
         const [left] = yield* sql<{ postings: number; prints: number; handoffs: number; kept: number }>`SELECT
-          (SELECT count(*) FROM search_postings WHERE ledger_id = ANY(${erasedIds}::uuid[]))::int AS postings,
+          (SELECT count(*) FROM ${sql.literal(POSTING_ROWS)} p WHERE ledger_id = ANY(${erasedIds}::uuid[]))::int AS postings,
           (SELECT count(*) FROM decision_prints WHERE ledger_id = ANY(${erasedIds}::uuid[]))::int AS prints,
           (SELECT count(*) FROM handoffs WHERE workspace_id = ${ann!.workspace_id}::uuid)::int AS handoffs,
-          (SELECT count(*) FROM search_postings WHERE ledger_id = ANY(${keptIds}::uuid[]))::int AS kept`
+          (SELECT count(*) FROM ${sql.literal(POSTING_ROWS)} p WHERE ledger_id = ANY(${keptIds}::uuid[]))::int AS kept`
         assert.deepInclude(left, { postings: 0, prints: 0, handoffs: 0 })
         assert.isAbove(left!.kept, 0)
         assert.isTrue(yield* termCountsHold(ann!.workspace_id))

@@ -1,6 +1,6 @@
 /**
- * Search rows of fresh decisions: their lexical documents and local vectors, the postings and the per-workspace term
- * counts. Model embeddings are added later, in the background (`Embedder.ts`).
+ * Search rows of fresh decisions: their lexical documents and local vectors, the postings (a block per lexeme and
+ * batch) and the per-workspace term counts. Model embeddings are added later, in the background (`Embedder.ts`).
  */
 import { Effect } from "effect"
 import { ScopedSql } from "../../store/TenantSql.ts"
@@ -43,9 +43,9 @@ export const insertSearchRows = (
     }))
     // one JSON parameter: no parameter limit, and nullable columns need no array type inference. The postings and
     // term counts are written from what the insert returns: reading the new rows back by id let a planner without
-    // statistics on a young table scan (and unnest) every document of the workspace, 1.3 s a batch. A decision's
-    // postings are inserted only with its new search row, so they cannot be there already: no ON CONFLICT, whose
-    // speculative insertion made them a third dearer (bench/RESULTS.md, "Analytics catch-up").
+    // statistics on a young table scan (and unnest) every document of the workspace, 1.3 s a batch. The batch's new
+    // decisions make one posting block per lexeme (postings.ts); a decision's postings are written only with its new
+    // search row, so they cannot be there already.
     const { tenant_id, workspace_id } = scope
     const unposted = [...UNPOSTED_LEXEMES]
     const rows = yield* sql<{ ledger_id: string }>`
@@ -59,9 +59,13 @@ export const insertSearchRows = (
         ON CONFLICT (ledger_id) DO NOTHING
         RETURNING ledger_id, created_at, document
       ), postings AS (
-        INSERT INTO search_postings (tenant_id, workspace_id, lexeme, created_at, ledger_id)
-        SELECT ${tenant_id}::uuid, ${workspace_id}::uuid, u.lexeme, f.created_at, f.ledger_id FROM fresh f, unnest(f.document) u
-        WHERE u.lexeme <> ALL(${unposted}::text[])
+        INSERT INTO search_posting_blocks (tenant_id, workspace_id, lexeme, newest, oldest, head, ledger_ids, created_ats)
+        SELECT ${tenant_id}::uuid, ${workspace_id}::uuid, u.lexeme, max(f.created_at), min(f.created_at),
+          (array_agg(f.ledger_id ORDER BY f.created_at DESC, f.ledger_id DESC))[1],
+          array_agg(f.ledger_id ORDER BY f.created_at DESC, f.ledger_id DESC),
+          array_agg(f.created_at ORDER BY f.created_at DESC, f.ledger_id DESC)
+        FROM fresh f, unnest(f.document) u
+        WHERE u.lexeme <> ALL(${unposted}::text[]) GROUP BY u.lexeme
       ), terms AS (
         INSERT INTO search_terms (tenant_id, workspace_id, lexeme, doc_count)
         SELECT ${tenant_id}::uuid, ${workspace_id}::uuid, u.lexeme, count(*) FROM fresh f, unnest(f.document) u

@@ -24,6 +24,7 @@ import { memberReads } from "./0017_member_reads.ts"
 import { appSweep } from "./0018_app_sweep.ts"
 import { integrity } from "./0019_integrity.ts"
 import { searchStatistics } from "./0020_search_statistics.ts"
+import { postingBlocks } from "./0021_posting_blocks.ts"
 
 /** Ordered migrations; ids never change once released (the database records them). */
 export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
@@ -46,5 +47,6 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0017_member_reads": memberReads,
   "0018_app_sweep": appSweep,
   "0019_integrity": integrity,
-  "0020_search_statistics": searchStatistics
+  "0020_search_statistics": searchStatistics,
+  "0021_posting_blocks": postingBlocks
 }

@@ -1,0 +1,148 @@
+/**
+ * The lexical index's posting blocks (migration 0021), on PostgreSQL and embedded PGlite: the newest decisions holding
+ * every word, read block by block, are exactly what a scan of every posting would give, whatever the blocks' sizes
+ * and however their times overlap; and postings written before the blocks are regrouped into them whole.
+ */
+import { assert, describe, it, layer } from "@effect/vitest"
+import { NodeServices } from "@effect/platform-node"
+import { PgClient, PgMigrator } from "@effect/sql-pg"
+import { Effect, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
+import * as Crypto from "node:crypto"
+import { newestHolding } from "../../src/analytics/postings.ts"
+import { migrations } from "../../src/store/migrations/index.ts"
+import { TenantSql } from "../../src/store/TenantSql.ts"
+import { testDatabase } from "../support/db.ts"
+import { POSTING_ROWS } from "../support/postings.ts"
+import type { Backend } from "../support/stack.ts"
+import { builderStack, newWorkspace } from "./builder-harness.ts"
+
+/** A deterministic stream of numbers in [0, 1) (mulberry32). */
+const random = (seed: number) => () => {
+  seed = (seed + 0x6d2b79f5) | 0
+  let t = Math.imul(seed ^ (seed >>> 15), seed | 1)
+  t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+  return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+}
+
+interface Seeded {
+  readonly ledger_id: string
+  readonly at: number
+  readonly words: ReadonlyArray<string>
+}
+
+const T0 = Date.UTC(2026, 9, 1)
+
+const suite = (backend: Backend) =>
+  layer(builderStack(backend), { timeout: 120_000, excludeTestServices: true })(`posting blocks (${backend})`, (it) => {
+    it.effect("the newest decisions holding every word, block by block, are those of a scan of every posting", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const scope = yield* newWorkspace("postings")
+        const next = random(25)
+        // 1,500 decisions holding "alpha", some "beta" and "gamma", times in whole ms with ties, analysed in batches of
+        // 1–40; a fifth of the batches are late (an import of old transcripts: their decisions are up to 20 minutes
+        // older than the batches before them), so blocks overlap in time and a newer block can hold older entries
+        const batches: Array<Array<Seeded>> = []
+        for (let i = 0; i < 1_500;) {
+          const size = 1 + Math.floor(next() * 40)
+          const late = next() < 0.2 ? Math.floor(next() * 1_200_000) : 0
+          batches.push(Array.from({ length: Math.min(size, 1_500 - i) }, (_, j) => ({
+            ledger_id: Crypto.randomUUID(),
+            at: T0 + (i + j) * 1_000 - late - (next() < 0.3 ? 1_000 : 0),
+            words: ["alpha", ...(next() < 0.3 ? ["beta"] : []), ...(next() < 0.5 ? ["gamma"] : [])]
+          })))
+          i += size
+        }
+        const decisions = batches.flat()
+        yield* sql`INSERT INTO decision_search (ledger_id, tenant_id, workspace_id, session_id, agent_id, created_at, document,
+            local_vector, call_signature)
+          SELECT id, ${scope.tenant_id}::uuid, ${scope.workspace_id}::uuid, ${Crypto.randomUUID()}::uuid, 'agent', at,
+            to_tsvector('simple', words), '{}'::real[], 'sig'
+          FROM unnest(${decisions.map((d) => d.ledger_id)}::uuid[], ${decisions.map((d) => new Date(d.at).toISOString())}::timestamptz[],
+            ${decisions.map((d) => d.words.join(" "))}::text[]) AS t(id, at, words)`
+        for (const batch of batches) {
+          for (const word of ["alpha", "beta", "gamma"]) {
+            const holding = batch.filter((d) => d.words.includes(word))
+            if (holding.length === 0) continue
+            yield* sql`INSERT INTO search_posting_blocks (tenant_id, workspace_id, lexeme, newest, oldest, head, ledger_ids, created_ats)
+              SELECT ${scope.tenant_id}::uuid, ${scope.workspace_id}::uuid, ${word}, max(at), min(at),
+                (array_agg(id ORDER BY at DESC, id DESC))[1], array_agg(id ORDER BY at DESC, id DESC), array_agg(at ORDER BY at DESC, id DESC)
+              FROM unnest(${holding.map((d) => d.ledger_id)}::uuid[], ${holding.map((d) => new Date(d.at).toISOString())}::timestamptz[]) AS t(id, at)`
+          }
+        }
+        const tenantSql = yield* TenantSql
+        for (const others of [[], ["beta"], ["beta", "gamma"], ["delta"]]) {
+          for (const wanted of [1, 7, 60, 150, 400, 2_000]) {
+            const expected = decisions
+              .filter((d) => others.every((word) => d.words.includes(word)))
+              .sort((a, b) => b.at - a.at || (a.ledger_id < b.ledger_id ? 1 : -1))
+              .slice(0, wanted)
+              .map((d) => d.ledger_id)
+            const found = yield* tenantSql.write(scope, newestHolding("alpha", others, wanted))
+            assert.deepStrictEqual(found.map((c) => c.ledger_id), expected, `${others.join("+")} × ${wanted}`)
+          }
+        }
+
+        // the read stops where it may: seven new blocks with old tails, an eighth ending at 900 s with an entry at 880 s,
+        // a ninth (past the first read) holding 895 s — which comes before 880 s
+        const seconds = (at: number) => new Date(T0 + at * 1_000).toISOString()
+        const block = (times: ReadonlyArray<number>) => ({ ids: times.map(() => Crypto.randomUUID()), times })
+        const blocks = [
+          ...Array.from({ length: 7 }, (_, k) => block([1_000 + k, 10 + k, 5 + k])),
+          block([900, 880]),
+          block([895]),
+          ...Array.from({ length: 40 }, (_, k) => block([800 - k * 10, 700 - k * 10]))
+        ]
+        for (const { ids, times } of blocks) {
+          yield* sql`INSERT INTO search_posting_blocks (tenant_id, workspace_id, lexeme, newest, oldest, head, ledger_ids, created_ats)
+            VALUES (${scope.tenant_id}::uuid, ${scope.workspace_id}::uuid, 'omega', ${seconds(times[0]!)}::timestamptz,
+              ${seconds(times.at(-1)!)}::timestamptz, ${ids[0]}::uuid, ${ids}::uuid[], ${times.map(seconds)}::timestamptz[])`
+        }
+        const newest = yield* tenantSql.write(scope, newestHolding("omega", [], 9))
+        const at = new Map<string, number>(blocks.flatMap(({ ids, times }) => ids.map((id, i) => [id, times[i]!] as const)))
+        assert.deepStrictEqual(newest.map((c) => at.get(c.ledger_id)), [1_006, 1_005, 1_004, 1_003, 1_002, 1_001, 1_000, 900, 895])
+      }))
+  })
+
+suite("postgres")
+suite("pglite")
+
+describe("posting blocks upgrade", () => {
+  it.effect("postings written before the blocks are regrouped into them whole, newest first, at most 200 a block", () =>
+    Effect.gen(function*() {
+      const { url } = yield* testDatabase
+      const pool = PgClient.layer({ url: Redacted.make(url), maxConnections: 1 })
+      yield* Effect.gen(function*() {
+        const run = (ids: ReadonlyArray<string>) =>
+          PgMigrator.run({ loader: PgMigrator.fromRecord(Object.fromEntries(ids.map((id) => [id, migrations[id]!]))), table: "ledger_migrations" })
+            .pipe(Effect.provide(NodeServices.layer))
+        const ids = Object.keys(migrations)
+        yield* run(ids.filter((id) => id < "0021"))
+        const sql = yield* SqlClient.SqlClient
+        const [tenant, workspace] = [Crypto.randomUUID(), Crypto.randomUUID()]
+        // "common" in 450 decisions (three blocks), "rare" in 3, times with ties
+        const old = Array.from({ length: 450 }, (_, i) => ({ id: Crypto.randomUUID(), at: new Date(T0 + Math.floor(i / 2) * 1_000).toISOString() }))
+        yield* sql`INSERT INTO search_postings (tenant_id, workspace_id, lexeme, created_at, ledger_id)
+          SELECT ${tenant}::uuid, ${workspace}::uuid, l, at, id
+          FROM unnest(${old.map((p) => p.id)}::uuid[], ${old.map((p) => p.at)}::timestamptz[]) WITH ORDINALITY AS t(id, at, n),
+            unnest(CASE WHEN n <= 3 THEN ARRAY['common', 'rare'] ELSE ARRAY['common'] END) AS l`
+        const before = yield* sql<{ lexeme: string; ledger_id: string; at: string }>`SELECT lexeme, ledger_id::text AS ledger_id,
+          created_at::text AS at FROM search_postings ORDER BY lexeme, created_at DESC, ledger_id DESC`
+        yield* run(ids)
+        const after = yield* sql<{ lexeme: string; ledger_id: string; at: string }>`SELECT lexeme, ledger_id::text AS ledger_id,
+          created_at::text AS at FROM ${sql.literal(POSTING_ROWS)} p ORDER BY lexeme, created_at DESC, ledger_id DESC`
+        assert.strictEqual(before.length, 453)
+        assert.deepStrictEqual(after, before)
+        const blocks = yield* sql<{ lexeme: string; n: number; ordered: boolean; bounds: boolean }>`
+          SELECT lexeme, cardinality(ledger_ids) AS n,
+            ledger_ids[1] = head AND created_ats = ARRAY(SELECT x FROM unnest(created_ats) x ORDER BY x DESC) AS ordered,
+            newest = created_ats[1] AND oldest = created_ats[cardinality(created_ats)] AS bounds
+          FROM search_posting_blocks ORDER BY lexeme, newest DESC`
+        assert.deepStrictEqual(blocks.map((b) => [b.lexeme, b.n]), [["common", 200], ["common", 200], ["common", 50], ["rare", 3]])
+        assert.isTrue(blocks.every((b) => b.ordered && b.bounds))
+        const [table] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_class WHERE relname = 'search_postings'`
+        assert.strictEqual(table!.n, 0)
+      }).pipe(Effect.provide(pool), Effect.scoped)
+    }).pipe(Effect.scoped), { timeout: 60_000 })
+})
