@@ -92,8 +92,10 @@ export const forgetPostings = (scope: WorkspaceScope, gone: Statement.Fragment, 
           AND b.lexeme = k.lexeme AND b.newest = k.newest AND b.head = k.head
         RETURNING b.lexeme, b.head, b.ledger_ids, b.created_ats
       ), entries AS (
-        SELECT h.lexeme, h.head, u.ledger_id, u.created_at, u.n, u.ledger_id IN (SELECT ledger_id FROM gone) AS leaving
-        FROM hit h, unnest(h.ledger_ids, h.created_ats) WITH ORDINALITY AS u(ledger_id, created_at, n)
+        -- a join rather than IN in the select list: a retention cut can hold more ids than a hashed subplan may keep
+        SELECT h.lexeme, h.head, u.ledger_id, u.created_at, u.n, g.ledger_id IS NOT NULL AS leaving
+        FROM hit h CROSS JOIN LATERAL unnest(h.ledger_ids, h.created_ats) WITH ORDINALITY AS u(ledger_id, created_at, n)
+        LEFT JOIN gone g ON g.ledger_id = u.ledger_id
       ), kept AS (
         INSERT INTO search_posting_blocks (tenant_id, workspace_id, lexeme, newest, oldest, head, ledger_ids, created_ats)
         SELECT ${tenant_id}::uuid, ${workspace_id}::uuid, lexeme, max(created_at), min(created_at),
