@@ -1,7 +1,8 @@
 /**
  * The lexical index's posting blocks (migration 0021), on PostgreSQL and embedded PGlite: the newest decisions holding
  * every word, read block by block, are exactly what a scan of every posting would give, whatever the blocks' sizes
- * and however their times overlap; and postings written before the blocks are regrouped into them whole.
+ * and however their times overlap; postings written before the blocks are regrouped into them whole; and the search
+ * rows' large columns compress with lz4 on PostgreSQL (migration 0022).
  */
 import { assert, describe, it, layer } from "@effect/vitest"
 import { NodeServices } from "@effect/platform-node"
@@ -109,7 +110,7 @@ suite("postgres")
 suite("pglite")
 
 describe("posting blocks upgrade", () => {
-  it.effect("postings written before the blocks are regrouped into them whole, newest first, at most 200 a block", () =>
+  it.effect("postings written before the blocks are regrouped into them whole, newest first, at most 200 a block; search rows compress with lz4", () =>
     Effect.gen(function*() {
       const { url } = yield* testDatabase
       const pool = PgClient.layer({ url: Redacted.make(url), maxConnections: 1 })
@@ -143,6 +144,10 @@ describe("posting blocks upgrade", () => {
         assert.isTrue(blocks.every((b) => b.ordered && b.bounds))
         const [table] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_class WHERE relname = 'search_postings'`
         assert.strictEqual(table!.n, 0)
+        // and the search rows' large columns compress with lz4 (migration 0022)
+        const compression = yield* sql<{ attname: string; attcompression: string }>`SELECT attname, attcompression::text AS attcompression
+          FROM pg_attribute WHERE attrelid = 'decision_search'::regclass AND attname IN ('document', 'local_vector', 'embedding') ORDER BY attname`
+        assert.deepStrictEqual(compression.map((c) => [c.attname, c.attcompression]), [["document", "l"], ["embedding", "l"], ["local_vector", "l"]])
       }).pipe(Effect.provide(pool), Effect.scoped)
     }).pipe(Effect.scoped), { timeout: 60_000 })
 })

@@ -25,6 +25,7 @@ import { appSweep } from "./0018_app_sweep.ts"
 import { integrity } from "./0019_integrity.ts"
 import { searchStatistics } from "./0020_search_statistics.ts"
 import { postingBlocks } from "./0021_posting_blocks.ts"
+import { searchCompression } from "./0022_search_compression.ts"
 
 /** Ordered migrations; ids never change once released (the database records them). */
 export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
@@ -48,5 +49,6 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0018_app_sweep": appSweep,
   "0019_integrity": integrity,
   "0020_search_statistics": searchStatistics,
-  "0021_posting_blocks": postingBlocks
+  "0021_posting_blocks": postingBlocks,
+  "0022_search_compression": searchCompression
 }
