@@ -4,6 +4,7 @@
  *   answer), whatever the words (stopwords too), above one holding an inflected form of it (a phrase match), above
  *   one holding every word out of order, above decisions related by meaning only;
  * - scores fall in their documented tiers, and the default min_score drops unrelated decisions;
+ * - when every word of the query is common, the candidates by meaning are the newest decisions holding any of them;
  * - a decision built but not analysed yet is found by its words;
  * - a restricted member finds a phrase among its own decisions only.
  */
@@ -16,7 +17,7 @@ import { Authenticator } from "../../src/auth/Authenticator.ts"
 import { Credentials } from "../../src/auth/Credentials.ts"
 import type { Principal } from "../../src/domain/principal.ts"
 import { uuidv7 } from "../../src/gateway/uuidv7.ts"
-import { TenantSql } from "../../src/store/TenantSql.ts"
+import { ScopedSql, TenantSql } from "../../src/store/TenantSql.ts"
 import { capture, completion, request } from "../fixtures/captures/index.ts"
 import { insertDecisions, seedDecision } from "../support/seed.ts"
 
@@ -125,6 +126,23 @@ describe("similar decisions: exact phrases first, then meaning", () => {
         // a search by id scores by similarity alone
         const byId = yield* pipeline.query.searchSimilarDecisions(member, { ledger_id: ids[0]!, min_score: 0 })
         assert.isTrue(byId.data.every((d) => d.match === "meaning" && d.score === d.similarity))
+      }))
+
+    it.effect("when every word of the query is common, the candidates by meaning are the newest decisions holding any", () =>
+      Effect.gen(function*() {
+        const { pipeline, seed } = yield* Fixture
+        const { ids, member } = yield* seed("common", [
+          ...Array.from({ length: 6 }, (_, i) => ({ ask: `${FILLER_ASK} Ticket OPS-${200 + i}.`, answer: FILLER_ANSWER })),
+          { ask: "How do I rotate the webhook signing keys?", answer: "Rotate them one at a time with an overlap window." }
+        ])
+        // every term of the workspace as common as if thousands of decisions held it: no rare term to start from
+        const tenantSql = Context.get(pipeline.stack.context, TenantSql)
+        yield* tenantSql.write(member, ScopedSql.use((sql) => sql`UPDATE search_terms SET doc_count = 5000`))
+        // no decision holds both words: every candidate comes by meaning, from each word's newest postings
+        const found = yield* pipeline.query.searchSimilarDecisions(member, { text: "nightly rotate", min_score: 0, limit: 20 })
+        assert.strictEqual(found.candidates, "recent")
+        assert.sameMembers(found.data.map((d) => d.ledger_id), [...ids])
+        assert.isTrue(found.data.every((d) => d.match === "meaning"))
       }))
 
     it.effect("a decision built but not analysed yet is found by its words", () =>
