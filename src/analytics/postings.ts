@@ -70,7 +70,7 @@ export interface Posting {
 }
 
 /** Newest first; ties by ledger id, highest first (the order of a block's entries). */
-export const newestFirst = (a: Posting, b: Posting) =>
+export const newestFirst = (a: Pick<Posting, "ledger_id" | "us">, b: Pick<Posting, "ledger_id" | "us">) =>
   b.us - a.us || (a.ledger_id < b.ledger_id ? 1 : a.ledger_id > b.ledger_id ? -1 : 0)
 
 /**

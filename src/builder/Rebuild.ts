@@ -14,7 +14,8 @@ import type { DatabaseUnavailable } from "../domain/errors.ts"
 import { ScopedSql, TenantSql } from "../store/TenantSql.ts"
 import { continueTrace } from "./derive/trace.ts"
 import { captureOfStored, pgJson, pgText, reconstruct, type StoredCall } from "./reconstruct.ts"
-import { agentLockKey, floats, lockAgents, texts, uuids, writeSessions } from "./store.ts"
+import { floats, texts, uuids } from "../store/arrays.ts"
+import { agentLockKey, lockAgents, writeSessions } from "./store.ts"
 import type { WorkspaceScope } from "../domain/principal.ts"
 
 export interface RebuildProgress {

@@ -10,8 +10,7 @@
  *   group: sessions and agents, then the decisions by `UNNEST`, last, because they take the workspace's chain
  *   (chaining.ts) whose lock serialises every builder writing to the workspace until commit.
  */
-import { PgTypes } from "@effect/sql-pg"
-import { Clock, Effect, Result } from "effect"
+import { Clock, Effect } from "effect"
 import type { SqlError } from "effect/sql"
 import * as Crypto from "node:crypto"
 import { captureApi } from "../domain/capture.ts"
@@ -19,24 +18,13 @@ import type { LogicStep } from "../domain/decision.ts"
 import type { DatabaseUnavailable } from "../domain/errors.ts"
 import { type SessionRollup, sessionSummary } from "../domain/sessionSummary.ts"
 import { ScopedSql, TenantSql } from "../store/TenantSql.ts"
+import { bools, floats, ints, texts, times, uuids } from "../store/arrays.ts"
 import { IntegrityKeys } from "../integrity/IntegrityKeys.ts"
 import { type ChainDraft, chainDraft, type ChainHead, type ChainLink, chainLinks, headUpdate, lockChain } from "./chaining.ts"
 import { continueTrace } from "./derive/trace.ts"
 import { callFacts, pgJson, pgText, type Reconstruction } from "./reconstruct.ts"
 import { earlierFirst, type KnownSession, type PlannedCall, planSessions } from "./sessions.ts"
 import type { WorkspaceScope } from "../domain/principal.ts"
-
-// --- typed array parameters: UNNEST needs element types the driver cannot infer from mixed or all-NULL values
-
-const array = (values: ReadonlyArray<unknown>, oid: number) => Result.getOrThrow(PgTypes.array(values, oid))
-export const texts = (values: ReadonlyArray<string | null>) => array(values, PgTypes.OID.text)
-export const uuids = (values: ReadonlyArray<string | null>) => array(values, PgTypes.OID.uuid)
-const ints = (values: ReadonlyArray<number | null>) => array(values, PgTypes.OID.int4)
-/** float8 also carries the bigint rollups (exact to 2^53; assignment casts them to bigint) */
-export const floats = (values: ReadonlyArray<number | null>) => array(values, PgTypes.OID.float8)
-const bools = (values: ReadonlyArray<boolean>) => array(values, PgTypes.OID.bool)
-const times = (values: ReadonlyArray<number | null>) =>
-  array(values.map((ms) => (ms === null ? null : new Date(ms))), PgTypes.OID.timestamptz)
 
 // --- agent locks
 

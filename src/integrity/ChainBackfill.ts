@@ -10,7 +10,7 @@
 import { Context, Effect, Layer } from "effect"
 import type { DatabaseUnavailable } from "../domain/errors.ts"
 import { advanceChain, lockChain } from "../builder/chaining.ts"
-import { texts, uuids } from "../builder/store.ts"
+import { texts, uuids } from "../store/arrays.ts"
 import { ScopedSql, TenantSql } from "../store/TenantSql.ts"
 import { supervise } from "../supervision/supervise.ts"
 import { RAW_HASH_SQL } from "./chain.ts"

@@ -10,7 +10,10 @@ import { PgClient, PgMigrator } from "@effect/sql-pg"
 import { Effect, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Crypto from "node:crypto"
+import type { DecisionAnalysis } from "../../src/analytics/analyse.ts"
+import { insertSearchRows } from "../../src/analytics/materialize/search.ts"
 import { newestHolding } from "../../src/analytics/postings.ts"
+import { VECTOR_DIMENSIONS } from "../../src/analytics/text.ts"
 import { migrations } from "../../src/store/migrations/index.ts"
 import { TenantSql } from "../../src/store/TenantSql.ts"
 import { testDatabase } from "../support/db.ts"
@@ -103,6 +106,71 @@ const suite = (backend: Backend) =>
         const newest = yield* tenantSql.write(scope, newestHolding("omega", [], 9))
         const at = new Map<string, number>(blocks.flatMap(({ ids, times }) => ids.map((id, i) => [id, times[i]!] as const)))
         assert.deepStrictEqual(newest.map((c) => at.get(c.ledger_id)), [1_006, 1_005, 1_004, 1_003, 1_002, 1_001, 1_000, 900, 895])
+      }))
+
+    it.effect("the materialiser writes a batch's postings as one block per word, newest first, and counts each decision once", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const tenantSql = yield* TenantSql
+        const scope = yield* newWorkspace("blocks")
+        const next = random(7)
+        // times in whole seconds, three decisions a second (ties broken by ledger id); "the" is a stopword: no block
+        const analysis = (i: number, words: string) =>
+          ({
+            decision: {
+              ledger_id: Crypto.randomUUID(),
+              session_id: Crypto.randomUUID(),
+              agent_id: "agent",
+              created_at: new Date(T0 + Math.floor(i / 3) * 1_000),
+              provider: "openai",
+              model: "gpt-4o-mini"
+            },
+            lexicalText: `the ${words}`,
+            signature: `sig-${i}`,
+            vector: Array.from({ length: VECTOR_DIMENSIONS }, () => Math.round(next() * 1e6) / 1e6)
+          }) as unknown as DecisionAnalysis
+        const first = Array.from({ length: 60 }, (_, i) => analysis(i, next() < 0.5 ? "alpha beta" : "alpha"))
+        const written = yield* tenantSql.write(scope, insertSearchRows(scope, first.toReversed()))
+        assert.strictEqual(written.length, 60)
+        // a redelivered batch: five decisions already written, ten new ones
+        const second = [...first.slice(10, 15), ...Array.from({ length: 10 }, (_, i) => analysis(100 + i, "alpha gamma"))]
+        const again = yield* tenantSql.write(scope, insertSearchRows(scope, second))
+        assert.deepStrictEqual(again.map((a) => a.decision.ledger_id), second.slice(5).map((a) => a.decision.ledger_id))
+
+        const newestFirst = (batch: ReadonlyArray<DecisionAnalysis>, word: string) =>
+          batch.filter((a) => a.lexicalText.includes(word)).map((a) => ({ id: a.decision.ledger_id, at: a.decision.created_at.getTime() }))
+            .sort((a, b) => b.at - a.at || (a.id < b.id ? 1 : -1))
+        const expected = [
+          ...["alpha", "beta"].map((word) => ({ word, entries: newestFirst(first, word) })),
+          ...["alpha", "gamma"].map((word) => ({ word, entries: newestFirst(second.slice(5), word) }))
+        ].sort((a, b) => a.word.localeCompare(b.word) || b.entries[0]!.at - a.entries[0]!.at)
+        const blocks = yield* sql<{ lexeme: string; newest: Date; oldest: Date; head: string; ledger_ids: Array<string>; created_ats: Array<Date> }>`
+          SELECT lexeme, newest, oldest, head::text AS head, ledger_ids::text[] AS ledger_ids, created_ats FROM search_posting_blocks
+          WHERE tenant_id = ${scope.tenant_id}::uuid AND workspace_id = ${scope.workspace_id}::uuid ORDER BY lexeme, newest DESC`
+        assert.deepStrictEqual(
+          blocks.map((b) => ({ lexeme: b.lexeme, newest: b.newest.getTime(), oldest: b.oldest.getTime(), head: b.head, ids: b.ledger_ids, ats: b.created_ats.map((at) => at.getTime()) })),
+          expected.map(({ word, entries }) => ({
+            lexeme: word,
+            newest: entries[0]!.at,
+            oldest: entries.at(-1)!.at,
+            head: entries[0]!.id,
+            ids: entries.map((e) => e.id),
+            ats: entries.map((e) => e.at)
+          }))
+        )
+        const terms = yield* sql<{ lexeme: string; doc_count: number }>`SELECT lexeme, doc_count::int AS doc_count FROM search_terms
+          WHERE tenant_id = ${scope.tenant_id}::uuid AND workspace_id = ${scope.workspace_id}::uuid ORDER BY lexeme`
+        assert.deepStrictEqual(terms, [
+          { lexeme: "alpha", doc_count: 70 },
+          { lexeme: "beta", doc_count: newestFirst(first, "beta").length },
+          { lexeme: "gamma", doc_count: 10 }
+        ])
+        // the vectors went in whole, each to its own decision
+        const vectors = yield* sql<{ ledger_id: string; local_vector: Array<number> }>`SELECT ledger_id::text AS ledger_id, local_vector
+          FROM decision_search WHERE tenant_id = ${scope.tenant_id}::uuid AND workspace_id = ${scope.workspace_id}::uuid`
+        const stored = new Map(vectors.map((row) => [row.ledger_id, row.local_vector]))
+        assert.strictEqual(stored.size, 70)
+        for (const a of [...first, ...second]) assert.deepStrictEqual(stored.get(a.decision.ledger_id), a.vector.map(Math.fround))
       }))
   })
 
