@@ -31,6 +31,7 @@ import { afterDerivation, beforeDerivation, ContentPolicies } from "./ContentPol
 import { decodeEntry, type Reconstruction, reconstruct, type StorableCapture } from "./reconstruct.ts"
 import { IntegrityKeys } from "../integrity/IntegrityKeys.ts"
 import { storeBatch } from "./store.ts"
+import { yieldEvery } from "./yielding.ts"
 
 /** What one batch came to. */
 export interface BatchOutcome {
@@ -207,7 +208,8 @@ export const makeDecisionBuilder = Effect.gen(function*() {
   const process = Effect.fn("DecisionBuilder.process")(function*(consumer: string, entries: ReadonlyArray<StreamEntry>) {
     let deadLettered = 0
     const decoded: Array<{ entry: StreamEntry; capture: StorableCapture }> = []
-    for (const entry of entries) {
+    for (const [index, entry] of entries.entries()) {
+      yield* yieldEvery(index)
       if (entry.deliveries > settings.maxDeliveries) {
         const last = failures.get(entry.id) ?? "unknown (the consumers holding it stopped or timed out before finishing)"
         yield* deadLetter(entry, `delivered ${entry.deliveries} times without being built; last failure: ${last}`)
@@ -229,7 +231,8 @@ export const makeDecisionBuilder = Effect.gen(function*() {
       return { built: 0, duplicates: 0, deadLettered, released: decoded.length }
     }
     const pending: Array<Pending> = []
-    for (const { entry, capture } of decoded) {
+    for (const [index, { entry, capture }] of decoded.entries()) {
+      yield* yieldEvery(index)
       const policy = policies.success.get(workspaceKey(capture))!
       const built = yield* Effect.result(reconstruct(beforeDerivation(capture, policy)))
       if (Result.isFailure(built)) {

@@ -24,6 +24,7 @@ import { type ChainDraft, chainDraft, type ChainHead, type ChainLink, chainLinks
 import { continueTrace } from "./derive/trace.ts"
 import { callFacts, pgJson, pgText, type Reconstruction } from "./reconstruct.ts"
 import { earlierFirst, type KnownSession, type PlannedCall, planSessions } from "./sessions.ts"
+import { yieldEvery } from "./yielding.ts"
 import type { WorkspaceScope } from "../domain/principal.ts"
 
 // --- agent locks
@@ -242,8 +243,25 @@ const linkSuccessors = (inserted: ReadonlyArray<Reconstruction>) =>
       WHERE d.ledger_id = v.ledger_id`
   })
 
+/**
+ * What a decision's row holds that no lock decides: what its chain hash covers apart from its place, and its largest
+ * JSON texts. Computed before the batch takes its locks, which it holds until commit.
+ */
+interface Prepared {
+  readonly draft: ChainDraft
+  readonly derivation: string
+  readonly subjects: string
+}
+
+const prepare = (scope: WorkspaceScope, item: Reconstruction): Prepared => ({
+  draft: chainDraft(scope, item),
+  derivation: pgJson(item.derivation),
+  subjects: pgJson(item.subjects)
+})
+
 /** Where a group's new decisions go: their sessions, predecessors and chain links, and who built them. */
 interface Placement {
+  readonly preparedOf: (ledgerId: string) => Prepared
   readonly sessionOf: (ledgerId: string) => string
   readonly previousOf: (ledgerId: string) => string | null
   readonly linkOf: (ledgerId: string) => ChainLink
@@ -262,7 +280,7 @@ interface Placement {
 const insertDecisions = (scope: WorkspaceScope, items: ReadonlyArray<Reconstruction>, placement: Placement) =>
   Effect.gen(function*() {
     const sql = yield* ScopedSql
-    const { head, linkOf, previousOf, sessionOf } = placement
+    const { head, linkOf, preparedOf, previousOf, sessionOf } = placement
     const facts = items.map(callFacts)
     const column = <A>(f: (item: Reconstruction, i: number) => A) => items.map(f)
     const links = items.map((item) => linkOf(item.capture.ledger_id))
@@ -301,8 +319,8 @@ const insertDecisions = (scope: WorkspaceScope, items: ReadonlyArray<Reconstruct
         ${ints(facts.map((fact) => fact.latencyMs))},
         ${ints(facts.map((fact) => fact.firstTokenMs))},
         ${texts(column(({ capture }) => capture.usage === null ? null : pgJson(capture.usage)))},
-        ${texts(column(({ derivation }) => pgJson(derivation)))},
-        ${texts(column(({ subjects }) => pgJson(subjects)))},
+        ${texts(column(({ capture }) => preparedOf(capture.ledger_id).derivation))},
+        ${texts(column(({ capture }) => preparedOf(capture.ledger_id).subjects))},
         ${texts(column(({ capture }) => pgText(capture.request)))},
         ${texts(column(({ capture }) => capture.response === null ? null : pgText(capture.response)))},
         ${texts(column(({ capture }) => capture.error === null ? null : pgJson(capture.error)))},
@@ -471,10 +489,10 @@ const CLOCK_MARGIN_MS = 7 * 24 * 60 * 60 * 1000
 const storeGroup = (
   scope: WorkspaceScope,
   group: ReadonlyArray<Reconstruction>,
-  options: { readonly gapMs: number; readonly consumer: string; readonly drafts: ReadonlyMap<string, ChainDraft> }
+  options: { readonly gapMs: number; readonly consumer: string; readonly prepared: ReadonlyMap<string, Prepared> }
 ) =>
   Effect.gen(function*() {
-    const { consumer, drafts, gapMs } = options
+    const { consumer, gapMs, prepared } = options
     const sql = yield* ScopedSql
     // the ids already stored, by the primary key (tenant, workspace, ledger id, …): all three are index conditions, so
     // each partition is searched once for the whole array. That holds once a partition has statistics: before its
@@ -597,8 +615,9 @@ const storeGroup = (
     // the chain's lock in one round trip: from here to commit the workspace's chain is held
     const changed = new Map([...agents].filter(([, delta]) => delta.decision_count > 0 || delta.session_count !== 0))
     const head = yield* lockChain(scope, agentsUpsert(sql, scope, changed))
-    const chain = yield* chainLinks(ordered.map((item) => drafts.get(item.capture.ledger_id)!), head, (yield* IntegrityKeys).current)
+    const chain = yield* chainLinks(ordered.map((item) => prepared.get(item.capture.ledger_id)!.draft), head, (yield* IntegrityKeys).current)
     yield* insertDecisions(scope, ordered, {
+      preparedOf: (ledgerId) => prepared.get(ledgerId)!,
       sessionOf,
       previousOf: (ledgerId) => links.get(ledgerId)?.previous ?? null,
       linkOf: (ledgerId) => chain.links.get(ledgerId)!,
@@ -619,8 +638,14 @@ export const storeBatch = (
   Effect.gen(function*() {
     const groups = groupByWorkspace(batch)
     if (groups.length === 0) return { inserted: new Set<string>() }
-    // what the chain hashes cover apart from the decisions' places, computed before any lock is taken
-    const drafts = new Map(groups.flatMap(({ items, scope }) => items.map((item) => [item.capture.ledger_id, chainDraft(scope, item)] as const)))
+    // what no lock decides, computed before any is taken: from the first lock to commit, other consumers wait
+    const prepared = new Map<string, Prepared>()
+    for (const { items, scope } of groups) {
+      for (const item of items) {
+        prepared.set(item.capture.ledger_id, prepare(scope, item))
+        yield* yieldEvery(prepared.size - 1)
+      }
+    }
     const tenantSql = yield* TenantSql
     return yield* tenantSql.write(
       groups[0]!.scope,
@@ -629,7 +654,7 @@ export const storeBatch = (
         const inserted = new Set<string>()
         for (const [index, { items, scope }] of groups.entries()) {
           if (index > 0) yield* tenantSql.rescope(scope)
-          for (const id of yield* storeGroup(scope, items, { ...options, drafts })) inserted.add(id)
+          for (const id of yield* storeGroup(scope, items, { ...options, prepared })) inserted.add(id)
         }
         return { inserted: inserted as ReadonlySet<string> }
       })
