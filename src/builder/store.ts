@@ -249,15 +249,22 @@ const linkSuccessors = (inserted: ReadonlyArray<Reconstruction>) =>
  */
 interface Prepared {
   readonly draft: ChainDraft
+  /** the derivation the JSON text is of: a call that continues another gets a new one, its trace joined (linkChains) */
+  readonly derivationOf: Reconstruction["derivation"]
   readonly derivation: string
   readonly subjects: string
 }
 
 const prepare = (scope: WorkspaceScope, item: Reconstruction): Prepared => ({
   draft: chainDraft(scope, item),
+  derivationOf: item.derivation,
   derivation: pgJson(item.derivation),
   subjects: pgJson(item.subjects)
 })
+
+/** The derivation's JSON text: the one prepared, unless the derivation changed since. */
+const derivationJson = (prepared: Prepared, item: Reconstruction) =>
+  prepared.derivationOf === item.derivation ? prepared.derivation : pgJson(item.derivation)
 
 /** Where a group's new decisions go: their sessions, predecessors and chain links, and who built them. */
 interface Placement {
@@ -319,7 +326,7 @@ const insertDecisions = (scope: WorkspaceScope, items: ReadonlyArray<Reconstruct
         ${ints(facts.map((fact) => fact.latencyMs))},
         ${ints(facts.map((fact) => fact.firstTokenMs))},
         ${texts(column(({ capture }) => capture.usage === null ? null : pgJson(capture.usage)))},
-        ${texts(column(({ capture }) => preparedOf(capture.ledger_id).derivation))},
+        ${texts(column((item) => derivationJson(preparedOf(item.capture.ledger_id), item)))},
         ${texts(column(({ capture }) => preparedOf(capture.ledger_id).subjects))},
         ${texts(column(({ capture }) => pgText(capture.request)))},
         ${texts(column(({ capture }) => capture.response === null ? null : pgText(capture.response)))},
