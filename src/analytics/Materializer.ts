@@ -17,9 +17,9 @@ import { Clock, Context, Effect, Layer, Metric, Option } from "effect"
 import { LedgerConfig } from "../config/LedgerConfig.ts"
 import type { DatabaseUnavailable } from "../domain/errors.ts"
 import { ScopedSql, TenantSql } from "../store/TenantSql.ts"
-import { analyseDecision } from "./analyse.ts"
+import { analyseDecision, type DecisionAnalysis } from "./analyse.ts"
 import { allWorkspaces, claimWorkspace } from "./lease.ts"
-import { BATCH_SIZE, readBatch, readLateBatch } from "./materialize/cursor.ts"
+import { advanceCursor, BATCH_SIZE, type BuildCursor, readBatch, readLateBatch } from "./materialize/cursor.ts"
 import { writeHandoffs } from "./materialize/handoffs.ts"
 import { repairMergedSessions } from "./materialize/merges.ts"
 import { writeRollups } from "./materialize/rollups.ts"
@@ -33,11 +33,11 @@ import { every } from "../supervision/supervise.ts"
 import { yieldingToIngest } from "./yieldToIngest.ts"
 import type { WorkspaceScope } from "../domain/principal.ts"
 
-/** Batches per workspace per round, so one busy workspace does not starve the others. */
-const BATCHES_PER_ROUND = 25
+/** Batches per workspace per round (5,000 decisions), so one busy workspace does not starve the others. */
+const BATCHES_PER_ROUND = 10
 /**
  * Workspaces materialised at once in a process: each batch's statements run in PostgreSQL while the process analyses
- * the next workspace's batch, so a catch-up uses two cores instead of one (bench/RESULTS.md, "Analytics catch-up").
+ * another batch, so a catch-up uses two cores instead of one (bench/RESULTS.md, "Analytics catch-up").
  */
 const WORKSPACES_AT_ONCE = 2
 /** How often sessions the builder merged away are looked for. */
@@ -92,12 +92,12 @@ export class Materializer extends Context.Service<Materializer, {
           )
         )
 
-      /** One batch of one workspace; yields how many decisions it read (0: caught up) and how many were new. */
-      const batch = (scope: WorkspaceScope, reader: typeof readBatch = readBatch) =>
+      /**
+       * Writes one batch's analytics in one transaction; `advance` also moves the workspace's cursor to it. Yields how
+       * many of its decisions were new.
+       */
+      const store = (scope: WorkspaceScope, analyses: ReadonlyArray<DecisionAnalysis>, advance?: BuildCursor) =>
         Effect.gen(function*() {
-          const rows = yield* tenantSql.write(scope, reader)
-          if (rows.length === 0) return { read: 0, fresh: 0 }
-          const analyses = rows.map(analyseDecision)
           const fresh = yield* write(scope, Effect.gen(function*() {
             const fresh = yield* insertSearchRows(scope, analyses)
             if (fresh.length > 0) {
@@ -109,22 +109,39 @@ export class Materializer extends Context.Service<Materializer, {
               yield* addSessionSubjects(scope, fresh, [])
               yield* markDirty([...new Set(fresh.map((a) => a.decision.session_id))])
             }
-            if (reader === readBatch) {
-              // rows come in (built_at, ledger_id) order: the last one is the new cursor (kept with microseconds)
-              const last = rows.at(-1)!
-              yield* ScopedSql.use((sql) =>
-                sql`INSERT INTO analytics_progress (tenant_id, workspace_id, built_cursor, built_cursor_id)
-                  SELECT ${scope.tenant_id}::uuid, ${scope.workspace_id}::uuid, built_at, ledger_id FROM decisions
-                  WHERE ledger_id = ${last.ledger_id}::uuid
-                  ON CONFLICT (tenant_id, workspace_id) DO UPDATE
-                  SET built_cursor = EXCLUDED.built_cursor, built_cursor_id = EXCLUDED.built_cursor_id, updated_at = now()
-                  WHERE (analytics_progress.built_cursor, analytics_progress.built_cursor_id) < (EXCLUDED.built_cursor, EXCLUDED.built_cursor_id)`
-              )
-            }
+            if (advance !== undefined) yield* advanceCursor(scope, advance)
             return fresh
           }))
           yield* Metric.update(decisionsMaterialized, fresh.length)
-          return { read: rows.length, fresh: fresh.length }
+          return fresh.length
+        })
+
+      /** The batch after `after` (by default the stored cursor), read and analysed. */
+      const nextBatch = (scope: WorkspaceScope, after?: BuildCursor) =>
+        tenantSql.write(scope, readBatch(after)).pipe(Effect.map((batch) => ({ ...batch, analyses: batch.rows.map(analyseDecision) })))
+
+      /**
+       * Batches from the workspace's cursor on, until it is caught up or `limit` batches are written. Each batch is
+       * read and analysed while the one before it is written — the cursor of a read batch is known before its write
+       * commits —, so the process's analysis and PostgreSQL's writes overlap even in a workspace alone. The writes stay
+       * one after another: a batch's hand-offs look for the prints of the batches before it.
+       */
+      const forward = (scope: WorkspaceScope, limit = Infinity) =>
+        Effect.gen(function*() {
+          let total = 0
+          let batches = 0
+          let batch = yield* nextBatch(scope)
+          for (;;) {
+            if (batch.last === undefined) return { total, caughtUp: true }
+            batches++
+            const full = batch.rows.length === BATCH_SIZE
+            const ahead = full && batches < limit ? nextBatch(scope, batch.last) : Effect.succeed(undefined)
+            const [fresh, next] = yield* Effect.all([store(scope, batch.analyses, batch.last), ahead], { concurrency: 2 })
+            total += fresh
+            if (!full) return { total, caughtUp: true }
+            if (next === undefined) return { total, caughtUp: false }
+            batch = next
+          }
         })
 
       /** One session pass, then the model summaries it made due (the model is called outside any transaction). */
@@ -148,9 +165,9 @@ export class Materializer extends Context.Service<Materializer, {
         Effect.gen(function*() {
           let total = 0
           for (;;) {
-            const { fresh, read } = yield* batch(scope, readLateBatch)
-            total += fresh
-            if (read < BATCH_SIZE) break
+            const rows = yield* tenantSql.write(scope, readLateBatch)
+            if (rows.length > 0) total += yield* store(scope, rows.map(analyseDecision))
+            if (rows.length < BATCH_SIZE) break
           }
           yield* write(scope, repairMergedSessions(scope))
           return total
@@ -158,13 +175,8 @@ export class Materializer extends Context.Service<Materializer, {
 
       const workspaceRound = (scope: WorkspaceScope, repair: boolean) =>
         Effect.gen(function*() {
-          let total = repair ? yield* sweep(scope) : 0
-          let caughtUp = false
-          for (let i = 0; i < BATCHES_PER_ROUND && !caughtUp; i++) {
-            const { fresh, read } = yield* batch(scope)
-            total += fresh
-            caughtUp = read < BATCH_SIZE
-          }
+          const swept = repair ? yield* sweep(scope) : 0
+          const { caughtUp, total } = yield* forward(scope, BATCHES_PER_ROUND)
           // while a backlog drains, sessions are recomputed at most every SESSION_PASS_EVERY_MS
           const key = `${scope.tenant_id}/${scope.workspace_id}`
           const now = yield* Clock.currentTimeMillis
@@ -174,7 +186,7 @@ export class Materializer extends Context.Service<Materializer, {
             lastPass.set(key, now)
             yield* passSessions(scope)
           }
-          return { materialized: total, behind: !caughtUp }
+          return { materialized: swept + total, behind: !caughtUp }
         })
 
       /** Runs `each` over every workspace, WORKSPACES_AT_ONCE at a time. */
@@ -193,12 +205,7 @@ export class Materializer extends Context.Service<Materializer, {
 
       const catchUp = acrossWorkspaces((scope) =>
         Effect.gen(function*() {
-          let total = 0
-          for (;;) {
-            const { read, fresh } = yield* batch(scope)
-            total += fresh
-            if (read < BATCH_SIZE) break
-          }
+          let { total } = yield* forward(scope)
           total += yield* sweep(scope)
           let passed: number
           do passed = yield* passSessions(scope)

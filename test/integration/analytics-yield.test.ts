@@ -126,7 +126,7 @@ describe("analytics pacing", () => {
       Effect.gen(function*() {
         const created = yield* (yield* Credentials).bootstrap({ tenant: "paced", workspace: "ops", email: "paced@example.test", role: "member" })
         const scope = { ...created, key_id: Crypto.randomUUID() }
-        // more than one round's share of a workspace (25 batches of 200)
+        // more than one round's share of a workspace (10 batches of 500)
         const total = 5_300
         const session = Crypto.randomUUID()
         const started = Date.now() - total * 1_000
@@ -144,6 +144,12 @@ describe("analytics pacing", () => {
         const deadline = Date.now() + 45_000
         while ((yield* materialized) < total && Date.now() < deadline) yield* Effect.sleep(200)
         assert.strictEqual(yield* materialized, total, "every decision materialised well within the interval")
+        // read ahead of their writes, the batches still come to one search row per decision and the cursor on the last
+        const [progress] = yield* tenantSql.write(created, ScopedSql.use((sql) => sql<{ rows: number; behind: number }>`
+          SELECT (SELECT count(*)::int FROM decision_search) AS rows,
+            (SELECT count(*)::int FROM decisions d JOIN analytics_progress p
+              ON (d.built_at, d.ledger_id) > (p.built_cursor, p.built_cursor_id)) AS behind`))
+        assert.deepStrictEqual(progress, { rows: total, behind: 0 })
         const outcome = yield* Materializer.use((m) => m.round)
         assert.deepStrictEqual(outcome, { materialized: 0, behind: false }, "caught up")
       }).pipe(Effect.scoped), 90_000)
