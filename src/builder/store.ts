@@ -76,15 +76,11 @@ const groupByWorkspace = (batch: ReadonlyArray<Reconstruction>) => {
 
 const callEnd = (item: Reconstruction) => item.capture.started_at + callFacts(item).latencyMs
 
-/** What the builder reads of a session `s`: its identity, span and rollup, and its first decision `f` (FIRST_DECISION). */
+/** What the builder reads of a session `s`: its identity, span and rollup, with its first decision (migration 0023). */
 const SESSION_COLUMNS = `s.session_id, s.agent_id, s.execution_id, s.started_at, s.ended_at,
   s.decision_count::float8 AS decision_count, s.error_count::float8 AS error_count,
   s.total_cost_usd, s.total_tokens::float8 AS total_tokens,
-  f.ledger_id AS first_ledger_id, f.created_at AS first_at, f.title AS first_title`
-const FIRST_DECISION = `LEFT JOIN LATERAL (
-  SELECT d.ledger_id, d.created_at, d.title FROM decisions d
-  WHERE d.session_id = s.session_id ORDER BY d.created_at, d.ledger_id LIMIT 1
-) f ON true`
+  s.first_ledger_id, s.first_at, s.first_title`
 
 /** The sessions the items may touch: their executions', those within the gap, and the ones they continue (`followed`). */
 const loadSessions = (items: ReadonlyArray<Reconstruction>, gapMs: number, followed: ReadonlyArray<string>) =>
@@ -124,14 +120,13 @@ const loadSessions = (items: ReadonlyArray<Reconstruction>, gapMs: number, follo
                   ${times(list.map((p) => p.lo))}, ${times(list.map((p) => p.hi))}) AS q(agent_id, execution_id, lo, hi)
       JOIN sessions s ON s.agent_id = q.agent_id AND (
         (q.execution_id IS NOT NULL AND s.execution_id = q.execution_id)
-        OR (q.execution_id IS NULL AND s.execution_id IS NULL AND s.ended_at >= q.lo AND s.started_at <= q.hi))
-      ${sql.literal(FIRST_DECISION)}`
+        OR (q.execution_id IS NULL AND s.execution_id IS NULL AND s.ended_at >= q.lo AND s.started_at <= q.hi))`
     const seen = new Set(found.map((row) => row.session_id))
     const more = followed.filter((id) => !seen.has(id))
     const rows = more.length === 0 ? found : [
       ...found,
       ...yield* sql<Row>`SELECT ${sql.literal(SESSION_COLUMNS)} FROM unnest(${uuids(more)}) AS q(id)
-        CROSS JOIN LATERAL (SELECT * FROM sessions s WHERE s.session_id = q.id LIMIT 1) s ${sql.literal(FIRST_DECISION)}`
+        CROSS JOIN LATERAL (SELECT * FROM sessions s WHERE s.session_id = q.id LIMIT 1) s`
     ]
     return rows.map((row): LoadedSession => ({
       session_id: row.session_id,
@@ -373,22 +368,24 @@ export const writeSessions = (
     const sql = yield* ScopedSql
     yield* sql`
       INSERT INTO sessions (session_id, tenant_id, workspace_id, agent_id, execution_id, started_at, ended_at,
-        decision_count, error_count, total_cost_usd, total_tokens, summary)
+        decision_count, error_count, total_cost_usd, total_tokens, summary, first_ledger_id, first_at, first_title)
       SELECT session_id, ${scope.tenant_id}::uuid, ${scope.workspace_id}::uuid, agent_id, execution_id, started_at,
-        ended_at, decision_count, error_count, total_cost_usd, total_tokens, summary
+        ended_at, decision_count, error_count, total_cost_usd, total_tokens, summary, first_ledger_id, first_at, first_title
       FROM UNNEST(
         ${uuids(sessions.map((s) => s.session_id))}, ${texts(sessions.map((s) => pgText(s.agent_id)))},
         ${texts(sessions.map((s) => s.execution_id === null ? null : pgText(s.execution_id)))},
         ${times(sessions.map((s) => s.rollup.started_at))}, ${times(sessions.map((s) => s.rollup.ended_at))},
         ${floats(sessions.map((s) => s.rollup.decision_count))}, ${floats(sessions.map((s) => s.rollup.error_count))},
         ${floats(sessions.map((s) => s.rollup.total_cost_usd))}, ${floats(sessions.map((s) => s.rollup.total_tokens))},
-        ${texts(sessions.map((s) => pgText(sessionSummary(s.rollup))))}
+        ${texts(sessions.map((s) => pgText(sessionSummary(s.rollup))))}, ${uuids(sessions.map((s) => s.rollup.first.ledger_id))},
+        ${times(sessions.map((s) => s.rollup.first.at))}, ${texts(sessions.map((s) => pgText(s.rollup.first.title)))}
       ) AS v(session_id, agent_id, execution_id, started_at, ended_at, decision_count, error_count, total_cost_usd,
-             total_tokens, summary)
+             total_tokens, summary, first_ledger_id, first_at, first_title)
       ON CONFLICT (session_id) DO UPDATE SET started_at = EXCLUDED.started_at, ended_at = EXCLUDED.ended_at,
         decision_count = EXCLUDED.decision_count, error_count = EXCLUDED.error_count,
         total_cost_usd = EXCLUDED.total_cost_usd, total_tokens = EXCLUDED.total_tokens,
-        summary = CASE WHEN sessions.summary_by_analytics THEN sessions.summary ELSE EXCLUDED.summary END`
+        summary = CASE WHEN sessions.summary_by_analytics THEN sessions.summary ELSE EXCLUDED.summary END,
+        first_ledger_id = EXCLUDED.first_ledger_id, first_at = EXCLUDED.first_at, first_title = EXCLUDED.first_title`
   })
 
 interface AgentDelta {

@@ -9,8 +9,9 @@
  *   Its chained facts, `raw_hash` and links are untouched: `ledger verify` accepts the changed raw exchange because
  *   the event is signed, and names a tombstone whose event is missing or forged;
  * - what analytics derived from their text goes too: postings (and the term counts they made), line prints,
- *   hand-offs, the quote of a title in a loop insight, and the summaries of their sessions. Their search rows are
- *   blanked, not deleted: a search row is what tells the materialiser a decision was counted, and `built_at` moves.
+ *   hand-offs, the quote of a title in a loop insight, and the summaries of their sessions (with the first title a
+ *   session keeps, when it is theirs). Their search rows are blanked, not deleted: a search row is what tells the
+ *   materialiser a decision was counted, and `built_at` moves.
  *
  * Decisions are erased in pages, a transaction each; the first page's transaction also writes the event, so a
  * tombstone never names an event that is not there. The pages are bounded by the last decision matching when the
@@ -179,8 +180,10 @@ export class Eraser extends Context.Service<Eraser, {
           yield* sql`UPDATE insights SET title = regexp_replace(title, ${LOOP_TITLE_QUOTE}, '')
             WHERE tenant_id = ${tenant_id}::uuid AND workspace_id = ${workspace_id}::uuid AND type = 'loop'
               AND ledger_ids && ${ids}::text[]`
-          yield* sql`UPDATE sessions SET summary = '' WHERE session_id = ANY(${[...new Set(erased.map((row) => row.session_id))]}::uuid[])
-            AND summary <> ''`
+          yield* sql`UPDATE sessions SET summary = '',
+              first_title = CASE WHEN first_ledger_id = ANY(${ids}::uuid[]) THEN '' ELSE first_title END
+            WHERE session_id = ANY(${[...new Set(erased.map((row) => row.session_id))]}::uuid[])
+              AND (summary <> '' OR (first_ledger_id = ANY(${ids}::uuid[]) AND first_title <> ''))`
           return done
         })
 

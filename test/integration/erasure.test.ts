@@ -178,10 +178,10 @@ describe("erasure", () => {
         assert.isTrue(yield* termCountsHold(ann!.workspace_id))
         const [insight] = yield* sql<{ title: string }>`SELECT title FROM insights WHERE workspace_id = ${ann!.workspace_id}::uuid`
         assert.strictEqual(insight!.title, "Loop: agent-a made the same call 4 times in 3 min")
-        const sessions = yield* sql<{ agent_id: string; summary: string }>`SELECT agent_id, summary FROM sessions
-          WHERE workspace_id = ${ann!.workspace_id}::uuid`
-        assert.isTrue(sessions.filter((s) => s.agent_id === "agent-a").every((s) => s.summary === ""))
-        assert.isTrue(sessions.filter((s) => s.agent_id === "agent-b").every((s) => s.summary !== ""))
+        const sessions = yield* sql<{ agent_id: string; summary: string; first_title: string }>`SELECT agent_id, summary, first_title
+          FROM sessions WHERE workspace_id = ${ann!.workspace_id}::uuid`
+        assert.isTrue(sessions.filter((s) => s.agent_id === "agent-a").every((s) => s.summary === "" && s.first_title === ""))
+        assert.isTrue(sessions.filter((s) => s.agent_id === "agent-b").every((s) => s.summary !== "" && s.first_title !== ""))
 
         // the materialiser sees the tombstones move (built_at) and counts nothing twice
         yield* Materializer.use((m) => m.catchUp)

@@ -248,6 +248,11 @@ const insertWorkspaceRows = (all: ReadonlyArray<SeedDecision>) =>
         decision_count = s.decision_count + EXCLUDED.decision_count, error_count = s.error_count + EXCLUDED.error_count,
         total_cost_usd = s.total_cost_usd + EXCLUDED.total_cost_usd, total_tokens = s.total_tokens + EXCLUDED.total_tokens
       RETURNING s.session_id, s.agent_id, (xmax = 0) AS created`
+    // each session's first decision, as the builder keeps it (migration 0023)
+    yield* sql`UPDATE sessions s SET first_ledger_id = f.ledger_id, first_at = f.created_at, first_title = f.title
+      FROM unnest(${touched.map((row) => row.session_id)}::uuid[]) AS q(id) CROSS JOIN LATERAL (
+        SELECT ledger_id, created_at, title FROM decisions d WHERE d.session_id = q.id ORDER BY created_at, ledger_id LIMIT 1) f
+      WHERE s.session_id = q.id`
     const createdPerAgent = new Map<string, number>()
     for (const { agent_id, created } of touched) {
       if (created) createdPerAgent.set(agent_id, (createdPerAgent.get(agent_id) ?? 0) + 1)
@@ -267,12 +272,9 @@ const insertWorkspaceRows = (all: ReadonlyArray<SeedDecision>) =>
         first_title: string
         first_at: Date
       }>`
-        SELECT s.session_id, s.decision_count, s.error_count, s.total_cost_usd, s.total_tokens, s.started_at, s.ended_at,
-          f.ledger_id AS first_ledger_id, f.title AS first_title, f.created_at AS first_at
-        FROM sessions s CROSS JOIN LATERAL (
-          SELECT ledger_id, title, created_at FROM decisions d WHERE d.session_id = s.session_id
-          ORDER BY created_at, ledger_id LIMIT 1) f
-        WHERE s.session_id IN ${sql.in(grown)}`
+        SELECT session_id, decision_count, error_count, total_cost_usd, total_tokens, started_at, ended_at,
+          first_ledger_id, first_title, first_at
+        FROM sessions WHERE session_id IN ${sql.in(grown)}`
       const summaries = current.map((row) => ({
         session_id: row.session_id,
         summary: sessionSummary({

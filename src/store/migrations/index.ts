@@ -26,6 +26,7 @@ import { integrity } from "./0019_integrity.ts"
 import { searchStatistics } from "./0020_search_statistics.ts"
 import { postingBlocks } from "./0021_posting_blocks.ts"
 import { searchCompression } from "./0022_search_compression.ts"
+import { sessionFirst } from "./0023_session_first.ts"
 
 /** Ordered migrations; ids never change once released (the database records them). */
 export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
@@ -50,5 +51,6 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0019_integrity": integrity,
   "0020_search_statistics": searchStatistics,
   "0021_posting_blocks": postingBlocks,
-  "0022_search_compression": searchCompression
+  "0022_search_compression": searchCompression,
+  "0023_session_first": sessionFirst
 }
