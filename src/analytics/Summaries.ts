@@ -90,7 +90,7 @@ export const writeDeterministicSummaries = (sessionIds: ReadonlyArray<string>, k
         s.started_at, s.ended_at,
         (SELECT jsonb_object_agg(o.outcome, o.n) FROM (SELECT outcome, count(*)::int AS n FROM decisions
           WHERE session_id = s.session_id GROUP BY outcome) o) AS outcomes,
-        (SELECT title FROM decisions WHERE session_id = s.session_id ORDER BY created_at, ledger_id LIMIT 1) AS first_title,
+        s.first_title,
         l.title AS last_title, l.derivation->'findings' AS last_findings,
         (SELECT array_agg(x.label ORDER BY x.n DESC, x.label) FROM (SELECT sj.label, ss.decision_count AS n
           FROM session_subjects ss JOIN subjects sj ON sj.tenant_id = ss.tenant_id AND sj.workspace_id = ss.workspace_id
