@@ -19,7 +19,7 @@ import type { DatabaseUnavailable } from "../domain/errors.ts"
 import { ScopedSql, TenantSql } from "../store/TenantSql.ts"
 import { analyseDecision, type DecisionAnalysis } from "./analyse.ts"
 import { allWorkspaces, claimWorkspace } from "./lease.ts"
-import { advanceCursor, BATCH_SIZE, type BuildCursor, readBatch, readLateBatch } from "./materialize/cursor.ts"
+import { advanceCursor, type BuildCursor, readBatch, readLateBatch } from "./materialize/cursor.ts"
 import { writeHandoffs } from "./materialize/handoffs.ts"
 import { repairMergedSessions } from "./materialize/merges.ts"
 import { writeRollups } from "./materialize/rollups.ts"
@@ -134,11 +134,10 @@ export class Materializer extends Context.Service<Materializer, {
           for (;;) {
             if (batch.last === undefined) return { total, caughtUp: true }
             batches++
-            const full = batch.rows.length === BATCH_SIZE
-            const ahead = full && batches < limit ? nextBatch(scope, batch.last) : Effect.succeed(undefined)
+            const ahead = batch.more && batches < limit ? nextBatch(scope, batch.last) : Effect.succeed(undefined)
             const [fresh, next] = yield* Effect.all([store(scope, batch.analyses, batch.last), ahead], { concurrency: 2 })
             total += fresh
-            if (!full) return { total, caughtUp: true }
+            if (!batch.more) return { total, caughtUp: true }
             if (next === undefined) return { total, caughtUp: false }
             batch = next
           }
@@ -165,9 +164,9 @@ export class Materializer extends Context.Service<Materializer, {
         Effect.gen(function*() {
           let total = 0
           for (;;) {
-            const rows = yield* tenantSql.write(scope, readLateBatch)
+            const { more, rows } = yield* tenantSql.write(scope, readLateBatch)
             if (rows.length > 0) total += yield* store(scope, rows.map(analyseDecision))
-            if (rows.length < BATCH_SIZE) break
+            if (!more) break
           }
           yield* write(scope, repairMergedSessions(scope))
           return total

@@ -8,6 +8,7 @@ import { Effect, Layer, Metric, Option, Redacted, Ref } from "effect"
 import { TestClock } from "effect/testing"
 import * as Crypto from "node:crypto"
 import { claimWorkspace } from "../../src/analytics/lease.ts"
+import { type BuildCursor, readBatch } from "../../src/analytics/materialize/cursor.ts"
 import { Materializer } from "../../src/analytics/Materializer.ts"
 import { ModelCalls } from "../../src/analytics/ModelCalls.ts"
 import { deferredRounds, yieldingToIngest } from "../../src/analytics/yieldToIngest.ts"
@@ -111,6 +112,36 @@ describe("analytics leases", () => {
         yield* tenantSql.write(scope, ScopedSql.use((sql) => sql`UPDATE analytics_progress SET lease_until = now() - interval '1 second'`))
         assert.isTrue(yield* claimWorkspace(tenantSql, scope, second), "taken over once lapsed")
         assert.isFalse(yield* claimWorkspace(tenantSql, scope, first))
+      }))
+  })
+})
+
+describe("materialiser batches", () => {
+  layer(storeLayer("postgres"), { timeout: 60_000, excludeTestServices: true })((it) => {
+    it.effect("a batch holds at most 16 MB of raw exchanges, and reads the batch after it from where it stopped", () =>
+      Effect.gen(function*() {
+        const created = yield* (yield* Credentials).bootstrap({ tenant: "long", workspace: "ops", email: "long@example.test", role: "member" })
+        const scope = { ...created, key_id: Crypto.randomUUID() }
+        const session = Crypto.randomUUID()
+        const started = Date.now() - 60_000
+        // a short call, three long agent calls of 7 MB of transcript, a short one
+        yield* insertDecisions(Array.from({ length: 5 }, (_, i) =>
+          seedDecision(makeCapture({ scope, agent_id: "coder", at: started + i * 1_000, template: TEMPLATES[0] }), session)))
+        const tenantSql = yield* TenantSql
+        const ids = yield* tenantSql.write(created, ScopedSql.use((sql) => sql<{ id: string }>`
+          SELECT ledger_id::text AS id FROM decisions ORDER BY built_at, ledger_id`))
+        yield* tenantSql.write(created, ScopedSql.use((sql) => sql`UPDATE decisions SET raw_request = repeat('x', 7000000)
+          WHERE ledger_id = ANY(${ids.slice(1, 4).map((row) => row.id)}::uuid[])`))
+
+        const read = (after?: BuildCursor) => tenantSql.write(created, readBatch(after))
+        const first = yield* read()
+        assert.deepStrictEqual(first.rows.map((row) => row.ledger_id), ids.slice(0, 3).map((row) => row.id), "the short call and two long ones: 14 MB")
+        assert.isTrue(first.more)
+        const second = yield* read(first.last)
+        assert.deepStrictEqual(second.rows.map((row) => row.ledger_id), ids.slice(3).map((row) => row.id))
+        assert.isFalse(second.more)
+        const third = yield* read(second.last)
+        assert.deepStrictEqual([third.rows.length, third.last, third.more], [0, undefined, false])
       }))
   })
 })

@@ -3,6 +3,7 @@
  * commits just before it that the cursor alone would skip.
  */
 import { Effect } from "effect"
+import type { Statement } from "effect/sql"
 import { ScopedSql } from "../../store/TenantSql.ts"
 import type { BuiltDecision } from "../analyse.ts"
 import type { WorkspaceScope } from "../../domain/principal.ts"
@@ -12,7 +13,7 @@ import type { WorkspaceScope } from "../../domain/principal.ts"
  * also costs a fixed ~10 ms of statements, transactions and round trips: 500 rather than 200 a batch made the
  * catch-up ~10 % faster (bench/RESULTS.md, "Analytics catch-up").
  */
-export const BATCH_SIZE = 500
+const BATCH_SIZE = 500
 /** How far before the cursor the late-commit sweep looks: longer than any builder transaction lasts. */
 const COMMIT_OVERLAP = "30 seconds"
 
@@ -37,24 +38,59 @@ const progressOf = Effect.gen(function*() {
   return progress ?? { at: "-infinity", id: "00000000-0000-0000-0000-000000000000" }
 })
 
-/** A batch in build order, with the position of its last decision (undefined when it is empty). */
+/**
+ * Raw exchange text a batch reads at most, so that a batch of long agent calls (hundreds of KB of transcript each)
+ * stays a bounded amount of memory; a decision larger than this alone is a batch (with any empty ones before it).
+ */
+const BATCH_TEXT_BYTES = 16 * 1024 * 1024
+
+/** A batch in build order: its decisions, the position of the last (undefined when empty), whether more may follow. */
 export interface CursorBatch {
   readonly rows: ReadonlyArray<BuiltDecision>
   readonly last: BuildCursor | undefined
+  readonly more: boolean
 }
+
+type BoundedRow = BuiltDecision & { readonly built_cursor: string; readonly fetched: string }
+
+/**
+ * The first rows of `candidates` (at most BATCH_SIZE, in build order, with BUILT_COLUMNS, `d.built_at` and
+ * `d.ledger_id` as `built_key`/`ledger_key` and the raw text's size as `text_bytes`) that fit BATCH_TEXT_BYTES. The
+ * sizes come from the rows' TOAST headers, and the raw texts of the rows left out are never read.
+ */
+const textBounded = (sql: ScopedSql["Service"], candidates: Statement.Fragment) =>
+  Effect.map(
+    sql<BoundedRow>`
+      SELECT w.*, w.built_key::text AS built_cursor FROM (
+        SELECT c.*, sum(c.text_bytes) OVER (ORDER BY c.built_key, c.ledger_key) AS running, count(*) OVER () AS fetched
+        FROM (${candidates}) c
+      ) w WHERE w.running <= ${BATCH_TEXT_BYTES} OR w.running = w.text_bytes
+      ORDER BY w.built_key, w.ledger_key`,
+    (rows): CursorBatch => {
+      const last = rows.at(-1)
+      return {
+        rows,
+        last: last === undefined ? undefined : { at: last.built_cursor, id: last.ledger_id },
+        more: last !== undefined && (Number(last.fetched) === BATCH_SIZE || rows.length < Number(last.fetched))
+      }
+    }
+  )
+
+const CANDIDATE_COLUMNS = `${BUILT_COLUMNS}, d.built_at AS built_key, d.ledger_id AS ledger_key,
+  octet_length(d.raw_request) + coalesce(octet_length(d.raw_response), 0) AS text_bytes`
 
 /** The next decisions after `after` — by default the workspace's stored cursor —, in build order. */
 export const readBatch = (after?: BuildCursor) =>
   Effect.gen(function*() {
     const sql = yield* ScopedSql
     const cursor = after ?? (yield* progressOf)
-    const rows = yield* sql<BuiltDecision & { readonly built_cursor: string }>`
-      SELECT ${sql.literal(BUILT_COLUMNS)}, d.built_at::text AS built_cursor FROM decisions d
-      WHERE (d.built_at, d.ledger_id) > (${cursor.at}::timestamptz, ${cursor.id}::uuid)
-      ORDER BY d.built_at, d.ledger_id
-      LIMIT ${BATCH_SIZE}`
-    const last = rows.at(-1)
-    return { rows, last: last === undefined ? undefined : { at: last.built_cursor, id: last.ledger_id } } satisfies CursorBatch
+    return yield* textBounded(
+      sql,
+      sql`SELECT ${sql.literal(CANDIDATE_COLUMNS)} FROM decisions d
+        WHERE (d.built_at, d.ledger_id) > (${cursor.at}::timestamptz, ${cursor.id}::uuid)
+        ORDER BY d.built_at, d.ledger_id
+        LIMIT ${BATCH_SIZE}`
+    )
   })
 
 /** Moves the workspace's cursor on to `to`, never back. */
@@ -77,15 +113,17 @@ export const advanceCursor = (scope: WorkspaceScope, to: BuildCursor) =>
 export const readLateBatch = Effect.gen(function*() {
   const sql = yield* ScopedSql
   const cursor = yield* progressOf
-  return yield* sql<BuiltDecision>`
-    SELECT ${sql.literal(BUILT_COLUMNS)} FROM decisions d
-    -- the time as well as the key: whichever index the planner takes (the tenant policy's, by time, was chosen without
-    -- statistics: a walk of the workspace's search rows per decision, 14 s a sweep at 10,000), the probe is one entry
-    LEFT JOIN LATERAL (SELECT true AS done FROM decision_search s WHERE s.ledger_id = d.ledger_id AND s.created_at = d.created_at LIMIT 1) s ON true
-    WHERE d.built_at >= ${cursor.at}::timestamptz - ${COMMIT_OVERLAP}::interval AND d.built_at <= ${cursor.at}::timestamptz
-      AND s.done IS NULL
-    ORDER BY d.built_at, d.ledger_id
-    LIMIT ${BATCH_SIZE}`
+  return yield* textBounded(
+    sql,
+    sql`SELECT ${sql.literal(CANDIDATE_COLUMNS)} FROM decisions d
+      -- the time as well as the key: whichever index the planner takes (the tenant policy's, by time, was chosen without
+      -- statistics: a walk of the workspace's search rows per decision, 14 s a sweep at 10,000), the probe is one entry
+      LEFT JOIN LATERAL (SELECT true AS done FROM decision_search s WHERE s.ledger_id = d.ledger_id AND s.created_at = d.created_at LIMIT 1) s ON true
+      WHERE d.built_at >= ${cursor.at}::timestamptz - ${COMMIT_OVERLAP}::interval AND d.built_at <= ${cursor.at}::timestamptz
+        AND s.done IS NULL
+      ORDER BY d.built_at, d.ledger_id
+      LIMIT ${BATCH_SIZE}`
+  )
 })
 
 /** Decisions by id, one key probe each (the background embedder reads its rows' texts with it). */
