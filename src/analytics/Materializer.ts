@@ -18,8 +18,8 @@ import { LedgerConfig } from "../config/LedgerConfig.ts"
 import type { DatabaseUnavailable } from "../domain/errors.ts"
 import { ScopedSql, TenantSql } from "../store/TenantSql.ts"
 import { analyseDecision, type DecisionAnalysis } from "./analyse.ts"
-import { allWorkspaces, claimWorkspace } from "./lease.ts"
-import { advanceCursor, type BuildCursor, readBatch, readLateBatch } from "./materialize/cursor.ts"
+import { allWorkspaces, analyticsLockKey, claimWorkspace } from "./lease.ts"
+import { advanceCursor, type BuildCursor, changedSinceRead, type ReadDecision, readBatch, readLateBatch } from "./materialize/cursor.ts"
 import { writeHandoffs } from "./materialize/handoffs.ts"
 import { repairMergedSessions } from "./materialize/merges.ts"
 import { writeRollups } from "./materialize/rollups.ts"
@@ -59,6 +59,12 @@ export interface RoundOutcome {
 
 const IDLE: RoundOutcome = { materialized: 0, behind: false }
 
+/** A batch's decisions as read, and their analyses. */
+interface Analysed {
+  readonly rows: ReadonlyArray<ReadDecision>
+  readonly analyses: ReadonlyArray<DecisionAnalysis>
+}
+
 export class Materializer extends Context.Service<Materializer, {
   /**
    * One pass over every workspace whose analytics lease this process holds, a bounded number of batches each (what
@@ -85,21 +91,25 @@ export class Materializer extends Context.Service<Materializer, {
             // one materialiser per workspace at a time, across processes. Commits need not wait for the WAL flush:
             // a crash loses the last batches whole, cursor included, and they are materialised again
             ScopedSql.use((sql) =>
-              sql`SELECT pg_advisory_xact_lock(hashtext(${`ledger-analytics:${scope.tenant_id}:${scope.workspace_id}`})),
+              sql`SELECT pg_advisory_xact_lock(hashtext(${analyticsLockKey(scope)})),
                 set_config('synchronous_commit', 'off', true)`
             ),
             effect
           )
         )
 
+      const analysed = (rows: ReadonlyArray<ReadDecision>): Analysed => ({ rows, analyses: rows.map(analyseDecision) })
+
       /**
        * Writes one batch's analytics in one transaction; `advance` also moves the workspace's cursor to it. Yields how
        * many of its decisions were new.
        */
-      const store = (scope: WorkspaceScope, analyses: ReadonlyArray<DecisionAnalysis>, advance?: BuildCursor) =>
+      const store = (scope: WorkspaceScope, { analyses, rows }: Analysed, advance?: BuildCursor) =>
         Effect.gen(function*() {
           const fresh = yield* write(scope, Effect.gen(function*() {
-            const fresh = yield* insertSearchRows(scope, analyses)
+            // a decision erased since it was read comes again with its tombstone: left to that read
+            const changed = yield* changedSinceRead(rows)
+            const fresh = yield* insertSearchRows(scope, analyses.filter((a) => !changed.has(a.decision.ledger_id)))
             if (fresh.length > 0) {
               yield* writeRollups(scope, fresh)
               yield* writeMentions(scope, fresh)
@@ -118,7 +128,7 @@ export class Materializer extends Context.Service<Materializer, {
 
       /** The batch after `after` (by default the stored cursor), read and analysed. */
       const nextBatch = (scope: WorkspaceScope, after?: BuildCursor) =>
-        tenantSql.write(scope, readBatch(after)).pipe(Effect.map((batch) => ({ ...batch, analyses: batch.rows.map(analyseDecision) })))
+        tenantSql.write(scope, readBatch(after)).pipe(Effect.map((batch) => ({ ...batch, ...analysed(batch.rows) })))
 
       /**
        * Batches from the workspace's cursor on, until it is caught up or `limit` batches are written. Each batch is
@@ -135,7 +145,7 @@ export class Materializer extends Context.Service<Materializer, {
             if (batch.last === undefined) return { total, caughtUp: true }
             batches++
             const ahead = batch.more && batches < limit ? nextBatch(scope, batch.last) : Effect.succeed(undefined)
-            const [fresh, next] = yield* Effect.all([store(scope, batch.analyses, batch.last), ahead], { concurrency: 2 })
+            const [fresh, next] = yield* Effect.all([store(scope, batch, batch.last), ahead], { concurrency: 2 })
             total += fresh
             if (!batch.more) return { total, caughtUp: true }
             if (next === undefined) return { total, caughtUp: false }
@@ -165,7 +175,7 @@ export class Materializer extends Context.Service<Materializer, {
           let total = 0
           for (;;) {
             const { more, rows } = yield* tenantSql.write(scope, readLateBatch)
-            if (rows.length > 0) total += yield* store(scope, rows.map(analyseDecision))
+            if (rows.length > 0) total += yield* store(scope, analysed(rows))
             if (!more) break
           }
           yield* write(scope, repairMergedSessions(scope))

@@ -34,3 +34,9 @@ export const allWorkspaces = (tenantSql: (typeof TenantSql)["Service"]) =>
   tenantSql.control(
     ScopedSql.use((sql) => sql<WorkspaceScope>`SELECT tenant_id::text AS tenant_id, workspace_id::text AS workspace_id FROM workspaces`)
   )
+
+/**
+ * The key of a workspace's analytics lock: one materialiser batch writes at a time per workspace, across processes,
+ * and an erasure's page waits for the batch being written (and the batch after it sees the erasure).
+ */
+export const analyticsLockKey = (scope: WorkspaceScope) => `ledger-analytics:${scope.tenant_id}:${scope.workspace_id}`

@@ -128,24 +128,35 @@ const loadSessions = (items: ReadonlyArray<Reconstruction>, gapMs: number, follo
       ...yield* sql<Row>`SELECT ${sql.literal(SESSION_COLUMNS)} FROM unnest(${uuids(more)}) AS q(id)
         CROSS JOIN LATERAL (SELECT * FROM sessions s WHERE s.session_id = q.id LIMIT 1) s`
     ]
-    return rows.map((row): LoadedSession => ({
-      session_id: row.session_id,
-      agent_id: row.agent_id,
-      execution_id: row.execution_id,
-      start: row.started_at.getTime(),
-      end: row.ended_at.getTime(),
-      rollup: row.first_ledger_id === null || row.first_at === null
-        ? undefined
-        : {
+    // a session written without its first decision (by a builder of an earlier version, during an upgrade): its first
+    // decision is looked up, so that its rollup goes on from where it was
+    const unknown = rows.filter((row) => row.first_ledger_id === null && row.decision_count > 0).map((row) => row.session_id)
+    const looked = unknown.length === 0 ? [] : yield* sql<{ session_id: string; ledger_id: string; created_at: Date; title: string }>`
+      SELECT q.id AS session_id, f.ledger_id, f.created_at, f.title FROM unnest(${uuids(unknown)}) AS q(id)
+      CROSS JOIN LATERAL (SELECT d.ledger_id, d.created_at, d.title FROM decisions d WHERE d.session_id = q.id
+        ORDER BY d.created_at, d.ledger_id LIMIT 1) f`
+    const firsts = new Map(looked.map((f) => [f.session_id, { at: f.created_at.getTime(), ledger_id: f.ledger_id, title: f.title }]))
+    return rows.map((row): LoadedSession => {
+      const first = row.first_ledger_id !== null && row.first_at !== null
+        ? { at: row.first_at.getTime(), ledger_id: row.first_ledger_id, title: row.first_title ?? "" }
+        : firsts.get(row.session_id)
+      return {
+        session_id: row.session_id,
+        agent_id: row.agent_id,
+        execution_id: row.execution_id,
+        start: row.started_at.getTime(),
+        end: row.ended_at.getTime(),
+        rollup: first === undefined ? undefined : {
           decision_count: row.decision_count,
           error_count: row.error_count,
           total_cost_usd: row.total_cost_usd,
           total_tokens: row.total_tokens,
           started_at: row.started_at.getTime(),
           ended_at: row.ended_at.getTime(),
-          first: { at: row.first_at.getTime(), ledger_id: row.first_ledger_id, title: row.first_title ?? "" }
+          first
         }
-    }))
+      }
+    })
   })
 
 /** How a call continues another: the decision it links to, and the session it joins (the same agent's only). */

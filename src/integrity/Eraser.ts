@@ -22,7 +22,9 @@ import { Clock, Context, Effect, Layer, Schema } from "effect"
 import * as Crypto from "node:crypto"
 import type { DatabaseUnavailable } from "../domain/errors.ts"
 import { VECTOR_DIMENSIONS } from "../analytics/text.ts"
+import { analyticsLockKey } from "../analytics/lease.ts"
 import { forgetPostings } from "../analytics/postings.ts"
+import { agentLockKey, lockAgents } from "../builder/store.ts"
 import { ScopedSql, TenantSql } from "../store/TenantSql.ts"
 import { IntegrityKeys } from "./IntegrityKeys.ts"
 import { auditMacText } from "./markers.ts"
@@ -141,12 +143,18 @@ export class Eraser extends Context.Service<Eraser, {
           const { tenant_id, workspace_id } = target.scope
           // ordered by the columns (`d.`), not the text the select names alike; the plain `created_at` conditions are
           // what an index with created_at DESC takes as its bounds
-          const page = yield* sql<Key>`SELECT created_at::text AS created_at, ledger_id::text AS ledger_id FROM decisions d
+          const page = yield* sql<Key & { agent_id: string }>`SELECT created_at::text AS created_at, ledger_id::text AS ledger_id, agent_id FROM decisions d
             WHERE ${matching(sql, target)}
               AND created_at >= ${after.created_at}::timestamptz AND (created_at, ledger_id) > (${after.created_at}::timestamptz, ${after.ledger_id}::uuid)
               AND created_at <= ${bound.created_at}::timestamptz AND (created_at, ledger_id) <= (${bound.created_at}::timestamptz, ${bound.ledger_id}::uuid)
             ORDER BY d.created_at, d.ledger_id LIMIT ${size}`
           if (page.length === 0) return { read: 0, erased: 0, last: after }
+          // the builder's locks on these agents: a batch that read their sessions' first titles before this page
+          // committed would write them back over the blanked ones
+          yield* lockAgents(page.map((row) => agentLockKey(target.scope, row.agent_id)))
+          // and the materialiser's: a batch read before this page commits is written before it (and blanked by it) or
+          // after it, when the batch leaves out what the page changed
+          yield* sql`SELECT pg_advisory_xact_lock(hashtext(${analyticsLockKey(target.scope)}))`
           const erased = yield* sql<{ ledger_id: string; session_id: string }>`
             UPDATE decisions d SET raw_request = '', raw_response = NULL, raw_context = NULL, error = NULL, title = '',
               subjects = '[]'::jsonb, derivation = ${sql.literal(ERASED_DERIVATION)}, erasure_id = ${eventId}::uuid,

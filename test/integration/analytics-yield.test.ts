@@ -8,7 +8,7 @@ import { Effect, Layer, Metric, Option, Redacted, Ref } from "effect"
 import { TestClock } from "effect/testing"
 import * as Crypto from "node:crypto"
 import { claimWorkspace } from "../../src/analytics/lease.ts"
-import { type BuildCursor, readBatch } from "../../src/analytics/materialize/cursor.ts"
+import { type BuildCursor, changedSinceRead, readBatch } from "../../src/analytics/materialize/cursor.ts"
 import { Materializer } from "../../src/analytics/Materializer.ts"
 import { ModelCalls } from "../../src/analytics/ModelCalls.ts"
 import { deferredRounds, yieldingToIngest } from "../../src/analytics/yieldToIngest.ts"
@@ -118,7 +118,7 @@ describe("analytics leases", () => {
 
 describe("materialiser batches", () => {
   layer(storeLayer("postgres"), { timeout: 60_000, excludeTestServices: true })((it) => {
-    it.effect("a batch holds at most 16 MB of raw exchanges, and reads the batch after it from where it stopped", () =>
+    it.effect("a batch holds at most 16 MB of raw exchanges, reads the batch after it from where it stopped, and knows what moved since", () =>
       Effect.gen(function*() {
         const created = yield* (yield* Credentials).bootstrap({ tenant: "long", workspace: "ops", email: "long@example.test", role: "member" })
         const scope = { ...created, key_id: Crypto.randomUUID() }
@@ -142,6 +142,12 @@ describe("materialiser batches", () => {
         assert.isFalse(second.more)
         const third = yield* read(second.last)
         assert.deepStrictEqual([third.rows.length, third.last, third.more], [0, undefined, false])
+
+        // a decision erased (or rebuilt) after its batch was read has moved: the batch's write leaves it out
+        assert.strictEqual((yield* tenantSql.write(created, changedSinceRead(second.rows))).size, 0)
+        yield* tenantSql.write(created, ScopedSql.use((sql) => sql`UPDATE decisions SET built_at = clock_timestamp()
+          WHERE ledger_id = ${ids[4]!.id}::uuid`))
+        assert.deepStrictEqual([...yield* tenantSql.write(created, changedSinceRead(second.rows))], [ids[4]!.id])
       }))
   })
 })

@@ -6,11 +6,13 @@
  * erasure. By agent, by user (in every tenant that has the email) and by date; other workspaces untouched.
  */
 import { assert, describe, layer } from "@effect/vitest"
-import { Effect, Layer, Schema } from "effect"
+import { Deferred, Effect, Fiber, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Crypto from "node:crypto"
 import { TEMPLATE_COUNT } from "../../bench/ingest/captures.ts"
 import { Materializer } from "../../src/analytics/Materializer.ts"
+import { agentLockKey, lockAgents } from "../../src/builder/store.ts"
+import { TenantSql } from "../../src/store/TenantSql.ts"
 import { ModelCalls } from "../../src/analytics/ModelCalls.ts"
 import { Credentials } from "../../src/auth/Credentials.ts"
 import { Decision } from "../../src/domain/decision.ts"
@@ -287,6 +289,28 @@ describe("erasure", () => {
         const [{ detail }] = yield* sql<{ detail: unknown }>`SELECT detail FROM ledger_audit_events WHERE event_id = ${event}::uuid`
         assert.deepStrictEqual(detail, { criteria: { before: cut.toISOString() }, decisions: 10 })
         assert.deepStrictEqual(yield* verify(ann!.workspace_id), { ok: true, altered: [] })
+      }))
+
+    it.effect("an erasure waits for a builder holding the agent's lock, so the batch cannot write an erased title back", () =>
+      Effect.gen(function*() {
+        const [ann] = yield* members(["ann@example.test"])
+        yield* calls(ann!, "agent-a", 2)
+        const scope = { tenant_id: ann!.tenant_id, workspace_id: ann!.workspace_id }
+        const locked = yield* Deferred.make<void>()
+        const release = yield* Deferred.make<void>()
+        // a builder's batch over agent-a: its transaction holds the agent's lock from the start to commit
+        const batch = yield* Effect.forkChild(TenantSql.use((tenantSql) => tenantSql.write(scope, Effect.gen(function*() {
+          yield* lockAgents([agentLockKey(scope, "agent-a")])
+          yield* Deferred.succeed(locked, undefined)
+          yield* Deferred.await(release)
+        }))))
+        yield* Deferred.await(locked)
+        const erasing = yield* Effect.forkChild(erase({ kind: "agent", agent_id: "agent-a" }, ann!.workspace_id))
+        yield* Effect.sleep("700 millis")
+        assert.isUndefined(erasing.pollUnsafe(), "the erasure waits for the batch")
+        yield* Deferred.succeed(release, undefined)
+        yield* Fiber.join(batch)
+        assert.strictEqual((yield* Fiber.join(erasing)).erased, 2)
       }))
 
     it.effect("by user: in each tenant that has the email, under its user id (never the email); other users kept", () =>

@@ -260,6 +260,22 @@ layer(builderStack("postgres"), { timeout: 120_000, excludeTestServices: true })
       assert.deepStrictEqual(yield* recount, [])
     }))
 
+  it.effect("a session written without its first decision (an earlier builder, mid-upgrade) keeps its rollup and gets it", () =>
+    Effect.gen(function*() {
+      const identity = yield* newWorkspace()
+      const sql = yield* SqlClient.SqlClient
+      yield* build(identity, [call("upgraded", 0), call("upgraded", 3)])
+      // what a builder of the version before migration 0023 leaves: the rollup without the first decision
+      yield* sql`UPDATE sessions SET first_ledger_id = NULL, first_at = NULL, first_title = NULL WHERE agent_id = 'upgraded'`
+      yield* build(identity, [call("upgraded", 6)])
+      const [row] = yield* sql<{ decision_count: number; first_at: Date; first_title: string; summary: string }>`
+        SELECT decision_count::int, first_at, first_title, summary FROM sessions WHERE agent_id = 'upgraded'`
+      const [first] = yield* sql<{ title: string }>`SELECT title FROM decisions WHERE agent_id = 'upgraded' ORDER BY created_at LIMIT 1`
+      assert.deepStrictEqual([row!.decision_count, row!.first_at.getTime() - T0, row!.first_title], [3, 0, first!.title])
+      assert.match(row!.summary, /\(3 decisions over /)
+      assert.deepStrictEqual(yield* recount, [])
+    }))
+
   it.effect("arrival order does not matter: shuffled timelines in random batches give the in-order sessions", () =>
     Effect.gen(function*() {
       for (const seed of [1, 7, 42]) {

@@ -7,6 +7,7 @@ import type { Statement } from "effect/sql"
 import { ScopedSql } from "../../store/TenantSql.ts"
 import type { BuiltDecision } from "../analyse.ts"
 import type { WorkspaceScope } from "../../domain/principal.ts"
+import { texts, uuids } from "../../store/arrays.ts"
 
 /**
  * Decisions read and written per transaction, as many as the builder's batch (LEDGER_BUILDER_BATCH_SIZE). Each batch
@@ -44,14 +45,17 @@ const progressOf = Effect.gen(function*() {
  */
 const BATCH_TEXT_BYTES = 16 * 1024 * 1024
 
+/** A decision as a batch read it, with its `built_at` as text (microseconds kept). */
+export type ReadDecision = BuiltDecision & { readonly built_cursor: string }
+
 /** A batch in build order: its decisions, the position of the last (undefined when empty), whether more may follow. */
 export interface CursorBatch {
-  readonly rows: ReadonlyArray<BuiltDecision>
+  readonly rows: ReadonlyArray<ReadDecision>
   readonly last: BuildCursor | undefined
   readonly more: boolean
 }
 
-type BoundedRow = BuiltDecision & { readonly built_cursor: string; readonly fetched: string }
+type BoundedRow = ReadDecision & { readonly fetched: string }
 
 /**
  * The first rows of `candidates` (at most BATCH_SIZE, in build order, with BUILT_COLUMNS, `d.built_at` and
@@ -102,6 +106,23 @@ export const advanceCursor = (scope: WorkspaceScope, to: BuildCursor) =>
       ON CONFLICT (tenant_id, workspace_id) DO UPDATE
       SET built_cursor = EXCLUDED.built_cursor, built_cursor_id = EXCLUDED.built_cursor_id, updated_at = now()
       WHERE (analytics_progress.built_cursor, analytics_progress.built_cursor_id) < (EXCLUDED.built_cursor, EXCLUDED.built_cursor_id)`
+  })
+
+/**
+ * The ids of `rows` whose decisions changed since they were read: an erasure (or a rebuild) moves `built_at`, and
+ * the cursor meets the decision again. Written from the text it was read with, its analytics would outlive the
+ * erasure. Asked inside the batch's write, under the workspace's analytics lock, which an erasure's page takes too.
+ */
+export const changedSinceRead = (rows: ReadonlyArray<ReadDecision>) =>
+  Effect.gen(function*() {
+    if (rows.length === 0) return new Set<string>()
+    const sql = yield* ScopedSql
+    const changed = yield* sql<{ ledger_id: string }>`
+      SELECT q.id::text AS ledger_id FROM unnest(${uuids(rows.map((row) => row.ledger_id))},
+        ${texts(rows.map((row) => row.built_cursor))}::timestamptz[]) AS q(id, at)
+      LEFT JOIN LATERAL (SELECT true AS same FROM decisions d WHERE d.ledger_id = q.id AND d.built_at = q.at LIMIT 1) d ON true
+      WHERE d.same IS NULL`
+    return new Set(changed.map((row) => row.ledger_id))
   })
 
 /**
