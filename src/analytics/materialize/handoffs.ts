@@ -1,6 +1,7 @@
 /** Hand-offs between agents, found through the line prints of decisions' inputs and outputs. */
 import { Effect } from "effect"
 import { ScopedSql } from "../../store/TenantSql.ts"
+import { texts, times, uuids } from "../../store/arrays.ts"
 import type { DecisionAnalysis } from "../analyse.ts"
 import { addAgentEdges } from "./agentEdges.ts"
 import type { WorkspaceScope } from "../../domain/principal.ts"
@@ -25,15 +26,9 @@ export const writeHandoffs = (scope: WorkspaceScope, fresh: ReadonlyArray<Decisi
     ])
     if (prints.length === 0) return
     yield* sql`INSERT INTO decision_prints (tenant_id, workspace_id, direction, print, ledger_id, agent_id, created_at)
-      SELECT ${scope.tenant_id}::uuid, ${scope.workspace_id}::uuid, t.* FROM jsonb_to_recordset(${
-      JSON.stringify(prints.map((p) => ({
-        direction: p.direction,
-        print: p.print,
-        ledger_id: p.decision.ledger_id,
-        agent_id: p.decision.agent_id,
-        created_at: p.decision.created_at.toISOString()
-      })))
-    }::jsonb) AS t(direction text, print text, ledger_id uuid, agent_id text, created_at timestamptz)
+      SELECT ${scope.tenant_id}::uuid, ${scope.workspace_id}::uuid, t.* FROM UNNEST(${texts(prints.map((p) => p.direction))},
+        ${texts(prints.map((p) => p.print))}, ${uuids(prints.map((p) => p.decision.ledger_id))},
+        ${texts(prints.map((p) => p.decision.agent_id))}, ${times(prints.map((p) => p.decision.created_at.getTime()))}) AS t
       ON CONFLICT DO NOTHING`
     // the other side of each print: outputs matching fresh inputs, inputs matching fresh outputs
     const matches = yield* sql<{ direction: "in" | "out"; print: string; ledger_id: string; agent_id: string; created_at: Date }>`

@@ -1,11 +1,13 @@
 /** Hourly rollups: decisions, cost, tokens, latency and quality per hour, agent, model, intent and outcome. */
 import { Effect } from "effect"
 import { ScopedSql } from "../../store/TenantSql.ts"
+import { floats, texts, times } from "../../store/arrays.ts"
 import type { DecisionAnalysis } from "../analyse.ts"
 import { groupBy } from "./shared.ts"
 import type { WorkspaceScope } from "../../domain/principal.ts"
 
-const hourOf = (date: Date) => new Date(Math.floor(date.getTime() / 3_600_000) * 3_600_000).toISOString()
+/** The hour a time falls in, in epoch milliseconds. */
+const hourOf = (date: Date) => Math.floor(date.getTime() / 3_600_000) * 3_600_000
 
 /** Adds each fresh decision to its hour's rollup; written once per decision, when it is first materialised. */
 export const writeRollups = (scope: WorkspaceScope, fresh: ReadonlyArray<DecisionAnalysis>) =>
@@ -37,12 +39,13 @@ export const writeRollups = (scope: WorkspaceScope, fresh: ReadonlyArray<Decisio
         acc.quality += d.quality
       }
     ).values()]
-    // JSON parameter: the figures mix integers and fractions, which array parameters cannot
     yield* sql`INSERT INTO hourly_rollups (tenant_id, workspace_id, hour, agent_id, model, intent, outcome, decisions,
         cost_usd, tokens, completion_tokens, latency_ms_sum, quality_sum)
-      SELECT ${tenant_id}::uuid, ${workspace_id}::uuid, t.* FROM jsonb_to_recordset(${JSON.stringify(rollups)}::jsonb)
-        AS t(hour timestamptz, agent text, model text, intent text, outcome text, decisions int8, cost float8, tokens int8,
-             completion int8, latency float8, quality float8)
+      SELECT ${tenant_id}::uuid, ${workspace_id}::uuid, t.* FROM UNNEST(${times(rollups.map((r) => r.hour))},
+        ${texts(rollups.map((r) => r.agent))}, ${texts(rollups.map((r) => r.model))}, ${texts(rollups.map((r) => r.intent))},
+        ${texts(rollups.map((r) => r.outcome))}, ${floats(rollups.map((r) => r.decisions))}, ${floats(rollups.map((r) => r.cost))},
+        ${floats(rollups.map((r) => r.tokens))}, ${floats(rollups.map((r) => r.completion))}, ${floats(rollups.map((r) => r.latency))},
+        ${floats(rollups.map((r) => r.quality))}) AS t
       ON CONFLICT (tenant_id, workspace_id, hour, agent_id, model, intent, outcome) DO UPDATE SET
         decisions = hourly_rollups.decisions + EXCLUDED.decisions, cost_usd = hourly_rollups.cost_usd + EXCLUDED.cost_usd,
         tokens = hourly_rollups.tokens + EXCLUDED.tokens,
