@@ -1,6 +1,7 @@
 /** Agent↔agent edges of the graph: hand-offs, shared subjects, shared executions. */
 import { Effect } from "effect"
 import { ScopedSql } from "../../store/TenantSql.ts"
+import { floats, texts, times } from "../../store/arrays.ts"
 import { groupBy, widen } from "./shared.ts"
 import type { WorkspaceScope } from "../../domain/principal.ts"
 
@@ -25,8 +26,8 @@ export const addAgentEdges = (
     ).values()]
     yield* sql`INSERT INTO graph_edges (tenant_id, workspace_id, src_type, src_id, edge_type, dst_type, dst_id, weight, first_at, last_at)
       SELECT ${scope.tenant_id}::uuid, ${scope.workspace_id}::uuid, 'agent', t.src, ${edgeType}, 'agent', t.dst, t.n, t.first_at, t.last_at
-      FROM UNNEST(${pairs.map((p) => p.from)}::text[], ${pairs.map((p) => p.to)}::text[], ${pairs.map((p) => p.n)}::float8[],
-        ${pairs.map((p) => p.first.toISOString())}::timestamptz[], ${pairs.map((p) => p.last.toISOString())}::timestamptz[])
+      FROM UNNEST(${texts(pairs.map((p) => p.from))}, ${texts(pairs.map((p) => p.to))}, ${floats(pairs.map((p) => p.n))},
+        ${times(pairs.map((p) => p.first.getTime()))}, ${times(pairs.map((p) => p.last.getTime()))})
         AS t(src, dst, n, first_at, last_at)
       ON CONFLICT (tenant_id, workspace_id, src_type, src_id, edge_type, dst_type, dst_id) DO UPDATE SET
         weight = graph_edges.weight + EXCLUDED.weight, first_at = least(graph_edges.first_at, EXCLUDED.first_at),

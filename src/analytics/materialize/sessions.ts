@@ -4,6 +4,7 @@
  */
 import { Effect } from "effect"
 import { ScopedSql } from "../../store/TenantSql.ts"
+import { texts, uuids } from "../../store/arrays.ts"
 import type { DecisionAnalysis } from "../analyse.ts"
 import { recomputeFeatures, refreshMergeSuggestions } from "../Features.ts"
 import { writeDeterministicSummaries } from "../Summaries.ts"
@@ -20,9 +21,8 @@ export const writeSharedExecutions = (scope: WorkspaceScope, fresh: ReadonlyArra
     const sessions = [...new Map(fresh.map((a) => [a.decision.session_id, a.decision])).values()]
     const created = yield* sql<{ agent_id: string; execution_id: string | null; first_at: Date }>`
       INSERT INTO analytics_sessions (tenant_id, workspace_id, session_id, agent_id, execution_id)
-      SELECT ${scope.tenant_id}::uuid, ${scope.workspace_id}::uuid, t.* FROM jsonb_to_recordset(${
-      JSON.stringify(sessions.map((d) => ({ session_id: d.session_id, agent_id: d.agent_id, execution_id: d.execution_id })))
-    }::jsonb) AS t(session_id uuid, agent_id text, execution_id text)
+      SELECT ${scope.tenant_id}::uuid, ${scope.workspace_id}::uuid, t.* FROM UNNEST(${uuids(sessions.map((d) => d.session_id))},
+        ${texts(sessions.map((d) => d.agent_id))}, ${texts(sessions.map((d) => d.execution_id))}) AS t
       ON CONFLICT DO NOTHING
       RETURNING agent_id, execution_id, now() AS first_at`
     const withExecution = created.filter((s) => s.execution_id !== null)

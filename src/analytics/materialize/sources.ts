@@ -1,6 +1,7 @@
 /** Evidence sources the fresh decisions cite, and their `cites` edges in the graph. */
 import { Effect } from "effect"
 import { ScopedSql } from "../../store/TenantSql.ts"
+import { floats, texts, times } from "../../store/arrays.ts"
 import type { DecisionAnalysis } from "../analyse.ts"
 import { groupBy, widen } from "./shared.ts"
 import type { WorkspaceScope } from "../../domain/principal.ts"
@@ -22,16 +23,16 @@ export const writeCitations = (scope: WorkspaceScope, fresh: ReadonlyArray<Decis
         }
       ).values()]
       yield* sql`INSERT INTO sources (tenant_id, workspace_id, source_id, kind, label, decision_count, first_seen_at, last_seen_at)
-        SELECT ${tenant_id}::uuid, ${workspace_id}::uuid, t.* FROM UNNEST(${sources.map((s) => s.source_id)}::text[],
-          ${sources.map((s) => s.kind)}::text[], ${sources.map((s) => s.label)}::text[], ${sources.map((s) => s.n)}::int8[],
-          ${sources.map((s) => s.first.toISOString())}::timestamptz[], ${sources.map((s) => s.last.toISOString())}::timestamptz[]) AS t
+        SELECT ${tenant_id}::uuid, ${workspace_id}::uuid, t.* FROM UNNEST(${texts(sources.map((s) => s.source_id))},
+          ${texts(sources.map((s) => s.kind))}, ${texts(sources.map((s) => s.label))}, ${floats(sources.map((s) => s.n))},
+          ${times(sources.map((s) => s.first.getTime()))}, ${times(sources.map((s) => s.last.getTime()))}) AS t
         ON CONFLICT (tenant_id, workspace_id, source_id) DO UPDATE SET decision_count = sources.decision_count + EXCLUDED.decision_count,
           first_seen_at = least(sources.first_seen_at, EXCLUDED.first_seen_at),
           last_seen_at = greatest(sources.last_seen_at, EXCLUDED.last_seen_at)`
       yield* sql`INSERT INTO graph_edges (tenant_id, workspace_id, src_type, src_id, edge_type, dst_type, dst_id, weight, first_at, last_at)
         SELECT ${tenant_id}::uuid, ${workspace_id}::uuid, 'decision', t.ledger_id, 'cites', 'source', t.source_id, 1, t.at, t.at
-        FROM UNNEST(${citations.map((c) => c.decision.ledger_id)}::text[], ${citations.map((c) => c.source.source_id)}::text[],
-          ${citations.map((c) => c.decision.created_at.toISOString())}::timestamptz[]) AS t(ledger_id, source_id, at)
+        FROM UNNEST(${texts(citations.map((c) => c.decision.ledger_id))}, ${texts(citations.map((c) => c.source.source_id))},
+          ${times(citations.map((c) => c.decision.created_at.getTime()))}) AS t(ledger_id, source_id, at)
         ON CONFLICT DO NOTHING`
     }
   })

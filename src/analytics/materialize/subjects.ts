@@ -93,7 +93,7 @@ export const addSessionSubjects = (scope: WorkspaceScope, fresh: ReadonlyArray<D
     })
     const counted = yield* sql<{ subject_id: string; kind: string; before: number; after: number }>`
       UPDATE subjects s SET session_count = s.session_count + t.n
-      FROM UNNEST(${[...perSubject.keys()]}::text[], ${[...perSubject.values()].map((v) => v.n)}::int8[]) AS t(subject_id, n)
+      FROM UNNEST(${texts([...perSubject.keys()])}, ${floats([...perSubject.values()].map((v) => v.n))}::int8[]) AS t(subject_id, n)
       WHERE s.tenant_id = ${tenant_id}::uuid AND s.workspace_id = ${workspace_id}::uuid AND s.subject_id = t.subject_id
       RETURNING s.subject_id, s.kind, (s.session_count - t.n)::int AS before, s.session_count::int AS after`
     // a subject that just became too common unlinks every session that shares it: recompute them all
@@ -109,8 +109,8 @@ export const addSessionSubjects = (scope: WorkspaceScope, fresh: ReadonlyArray<D
     if (agentPairs.length === 0) return
     const newAgentPairs = yield* sql<{ subject_id: string; agent_id: string }>`
       INSERT INTO agent_subjects (tenant_id, workspace_id, subject_id, agent_id)
-      SELECT ${tenant_id}::uuid, ${workspace_id}::uuid, t.* FROM UNNEST(${agentPairs.map((p) => p.subject_id)}::text[],
-        ${agentPairs.map((p) => p.agent_id)}::text[]) AS t
+      SELECT ${tenant_id}::uuid, ${workspace_id}::uuid, t.* FROM UNNEST(${texts(agentPairs.map((p) => p.subject_id))},
+        ${texts(agentPairs.map((p) => p.agent_id))}) AS t
       ON CONFLICT DO NOTHING RETURNING subject_id, agent_id`
     if (newAgentPairs.length === 0) return
     const holders = yield* sql<{ subject_id: string; agent_id: string }>`
