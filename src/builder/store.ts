@@ -223,7 +223,10 @@ const linkChains = (items: ReadonlyArray<Reconstruction>) =>
  */
 const linkSuccessors = (inserted: ReadonlyArray<Reconstruction>) =>
   Effect.gen(function*() {
-    const predecessors = new Map(inserted.flatMap((item) => (item.responseId === null ? [] : [[item.responseId, item] as const])))
+    // only a Responses API answer can be continued (`previous_response_id`): chat and Messages batches skip the probe
+    const predecessors = new Map(inserted.flatMap((item) =>
+      item.responseId === null || captureApi(item.capture) !== "responses" ? [] : [[item.responseId, item] as const]
+    ))
     if (predecessors.size === 0) return
     const sql = yield* ScopedSql
     const waiting = yield* sql<{ ledger_id: string; response_id: string; joined: boolean; trace: ReadonlyArray<LogicStep> | null }>`

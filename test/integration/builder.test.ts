@@ -93,6 +93,33 @@ const suite = (backend: "postgres" | "pglite") =>
         assert.deepStrictEqual(yield* recount, [])
       }))
 
+    it.effect("a Responses call built before the one it continues is linked when that one is built", () =>
+      Effect.gen(function*() {
+        const identity = yield* newWorkspace()
+        const responsesCall = (at: number, id: string, input: string, previous?: string) => ({
+          ...realisticCapture(identity, { agent_id: "agent-codex", started_at: at }),
+          api: "responses",
+          request: JSON.stringify({ model: "gpt-5-mini", input, ...(previous === undefined ? {} : { previous_response_id: previous }) }),
+          response: JSON.stringify({
+            id,
+            object: "response",
+            status: "completed",
+            output: [{ type: "message", role: "assistant", content: [{ type: "output_text", text: `Answered: ${input}` }] }],
+            usage: { input_tokens: 12, output_tokens: 6, total_tokens: 18 }
+          }),
+          usage: null
+        })
+        const first = responsesCall(T0, "resp_first", "List the open incidents.")
+        const second = responsesCall(T0 + MINUTE, "resp_second", "Which one is oldest?", "resp_first")
+        // the successor reaches the builder first: nothing to link to yet
+        yield* publishAndBuild([JSON.stringify(second)])
+        yield* publishAndBuild([JSON.stringify(first)])
+        const sql = yield* SqlClient.SqlClient
+        const [row] = yield* sql<{ previous: string | null }>`
+          SELECT previous_ledger_id::text AS previous FROM decisions WHERE ledger_id = ${second.ledger_id}::uuid`
+        assert.strictEqual(row!.previous, first.ledger_id)
+      }))
+
     it.effect("what cannot be built goes to the dead letters with the reason, and the batch goes on", () =>
       Effect.gen(function*() {
         const identity = yield* newWorkspace()
