@@ -277,16 +277,6 @@ export const runLedger = (args: ReadonlyArray<string>, env: Record<string, strin
     })
   )
 
-/** Polls until `check` holds (or fails with `what` after `seconds`). */
-export const eventually = <E, R>(what: string, check: Effect.Effect<boolean, E, R>, seconds = 60) =>
-  Effect.gen(function*() {
-    const deadline = Date.now() + seconds * 1000
-    while (!(yield* check)) {
-      if (Date.now() > deadline) return yield* Effect.die(new Error(`timed out after ${seconds} s waiting for ${what}`))
-      yield* Effect.sleep("100 millis")
-    }
-  })
-
 export const decisionCount = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const [row] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM decisions`

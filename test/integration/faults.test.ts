@@ -21,7 +21,6 @@ import { storeWithPoolLayer } from "../support/stack.ts"
 import {
   captureJson,
   decisionCount,
-  eventually,
   ledgerEnv,
   MINUTE,
   newWorkspace,
@@ -31,6 +30,7 @@ import {
   spawnBuilder,
   T0
 } from "./builder-harness.ts"
+import { eventually } from "../support/eventually.ts"
 
 /** A fresh database and a stream key of its own, reachable in-process (to publish and inspect) and by children. */
 const faultStack = Layer.unwrap(Effect.map(testKeyPrefix("faults"), (prefix) =>

@@ -20,7 +20,8 @@ import { TEST_REDIS_URL, testKeyPrefix } from "../support/redis.ts"
 import { startRedisCluster } from "../support/redis-cluster.ts"
 import { storeWithPoolLayer } from "../support/stack.ts"
 import type { PipelineReport } from "../../src/ops/Status.ts"
-import { captureJson, decisionCount, eventually, ledgerEnv, newWorkspace, recount, runLedger, spawnBuilder, T0 } from "./builder-harness.ts"
+import { captureJson, decisionCount, ledgerEnv, newWorkspace, recount, runLedger, spawnBuilder, T0 } from "./builder-harness.ts"
+import { eventually } from "../support/eventually.ts"
 
 const BEFORE = 4
 const AFTER = 2
