@@ -16,8 +16,9 @@
  * Phase 1, sustained: captures are published open-loop at `--rate` (above what the builders can take, so they
  * are never idle) for `--seconds`; the committed-decision count is sampled every 250 ms and the sustained rate
  * is the slope over the steady part (after a 3 s warm-up, until publishing stops), besides the overall drain rate
- * and the backlog drain rate (the slope after publishing stopped, while the builders work off what is left).
- * The CPU time the builder processes and their PostgreSQL backends spend in that window, per decision, gives the
+ * and the backlog drain rate (the slope after publishing stopped, while the builders work off what is left) with the
+ * cores the builders and their backends keep busy meanwhile (`backlog_cores_busy`, of the machine's two).
+ * The CPU time the builder processes and their PostgreSQL backends spend in the steady part, per decision, gives the
  * rate two otherwise idle cores could sustain — a figure that holds up on a machine shared with other work.
  * Between the phases: the analytics materialiser in the builder processes yields while the builders have a backlog
  * (LEDGER_ANALYTICS_YIELD_BACKLOG); the time it and then the detectors take to catch up with the burst is reported,
@@ -243,20 +244,29 @@ const program = Effect.gen(function*() {
     const steady = samples.filter((s) => s.t >= 3_000 && s.t <= publishedFor * 1000)
     const [first, last] = [steady[0]!, steady.at(-1)!]
     const slope = ((last.n - first.n) / (last.t - first.t)) * 1000
-    // CPU of the processes present at both ends of the window (a backend that came or went is left out)
+    // CPU of the processes present at both ends of a window (a backend that came or went is left out)
     const builderPids = new Set(builders.map((builder) => builder.pid))
-    let cpu = 0
-    let builderCpu = 0
-    for (const [pid, seconds] of last.cpu) {
-      const used = seconds - (first.cpu.get(pid) ?? seconds)
-      cpu += used
-      if (builderPids.has(pid)) builderCpu += used
+    const cpuBetween = (from: typeof first, to: typeof first) => {
+      let all = 0
+      let ofBuilders = 0
+      for (const [pid, seconds] of to.cpu) {
+        const used = seconds - (from.cpu.get(pid) ?? seconds)
+        all += used
+        if (builderPids.has(pid)) ofBuilders += used
+      }
+      return { all, ofBuilders }
     }
+    const { all: cpu, ofBuilders: builderCpu } = cpuBetween(first, last)
     // after publishing stops the builders drain the backlog with the machine to themselves (no publisher)
     const draining = samples.filter((s) => s.t >= publishedFor * 1000 + 1_000 && s.n < published)
     const backlogRate = draining.length < 2
       ? null
       : Math.round(((draining.at(-1)!.n - draining[0]!.n) / (draining.at(-1)!.t - draining[0]!.t)) * 1000)
+    // how much of the machine the builders and their backends keep busy while draining alone: what overlapping their
+    // work raises, whatever the VM's speed at the time
+    const backlogCoresBusy = draining.length < 2
+      ? null
+      : Number((cpuBetween(draining[0]!, draining.at(-1)!).all / ((draining.at(-1)!.t - draining[0]!.t) / 1000)).toFixed(2))
     const perDecision = (seconds: number) => Number(((seconds * 1000) / (last.n - first.n)).toFixed(3))
     const cpuMsPerDecision = perDecision(cpu)
     yield* log(`published ${published} in ${publishedFor.toFixed(1)} s; all committed after ${drainedAt.toFixed(1)} s`)
@@ -265,6 +275,7 @@ const program = Effect.gen(function*() {
       steady_rate: Math.round(slope),
       drain_rate: Math.round(published / drainedAt),
       backlog_drain_rate: backlogRate,
+      backlog_cores_busy: backlogCoresBusy,
       cpu_ms_per_decision: { total: cpuMsPerDecision, builders: perDecision(builderCpu), postgres: perDecision(cpu - builderCpu) },
       capacity_on_two_idle_cores: Math.round(2_000 / cpuMsPerDecision)
     }

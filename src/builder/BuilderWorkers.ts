@@ -11,7 +11,7 @@
  * holders at that moment only waits on the agents' locks; nothing is built twice (`ledger_id`) or lost (acknowledged
  * after commit).
  */
-import { Duration, Effect, Layer } from "effect"
+import { Duration, Effect, Fiber, Layer } from "effect"
 import { CaptureShards } from "../capture/CaptureShards.ts"
 import { CaptureStream } from "../capture/CaptureStream.ts"
 import { LedgerConfig } from "../config/LedgerConfig.ts"
@@ -62,15 +62,30 @@ export const BuilderWorkers = Layer.effectDiscard(Effect.gen(function*() {
   const read = (index: number, stream: CaptureStream["Service"], builder: DecisionBuilder["Service"], held: Held) =>
     Effect.gen(function*() {
       const label = index === 0 && !sharded ? "" : ` (shard ${index})`
+      /**
+       * A consumer reads and derives its next batch while the current one commits: the derivation needs no database,
+       * and the process's event loop would otherwise sit idle through the transaction's round trips (bench/RESULTS.md,
+       * "Backlog drain of short captures"). Batches still commit one after another, in the order they were read. A batch
+       * read ahead when the shard is given up is still committed; one read ahead at shutdown stays pending and is
+       * reclaimed.
+       */
       const consume = (consumer: string) =>
         Effect.gen(function*() {
-          while (!held.stopped) {
-            const entries = yield* untilStreamAnswers("read", stream.read(consumer, { count: settings.builderBatchSize, blockMs: READ_BLOCK_MS }))
-            if (entries.length > 0) yield* builder.process(consumer, entries)
+          const readNext = (lingerMs: number) =>
+            Effect.gen(function*() {
+              if (lingerMs > 0) yield* Effect.sleep(Duration.millis(lingerMs))
+              const entries = yield* untilStreamAnswers("read", stream.read(consumer, { count: settings.builderBatchSize, blockMs: READ_BLOCK_MS }))
+              return { read: entries.length, prepared: yield* builder.prepare(entries) }
+            })
+          let next = yield* Effect.forkChild(readNext(0))
+          while (true) {
+            const batch = yield* Fiber.join(next)
+            const more = !held.stopped
             // a short batch: let the next one gather (see builderLingerMs)
-            if (entries.length > 0 && entries.length < settings.builderBatchSize && settings.builderLingerMs > 0) {
-              yield* Effect.sleep(Duration.millis(settings.builderLingerMs))
-            }
+            const short = batch.read > 0 && batch.read < settings.builderBatchSize
+            if (more) next = yield* Effect.forkChild(readNext(short ? settings.builderLingerMs : 0))
+            if (batch.read > 0) yield* builder.commit(consumer, batch.prepared)
+            if (!more) return
           }
         })
       const reclaimer = `${name}-reclaimer`

@@ -44,9 +44,22 @@ export interface BatchOutcome {
   readonly released: number
 }
 
-interface Pending {
+/** An entry derived and ready to store. */
+export interface Pending {
   readonly entry: StreamEntry
   readonly reconstruction: Reconstruction
+}
+
+/**
+ * A batch decoded and derived, not yet stored: what is done outside the transaction (and so outside the agents'
+ * locks), which a consumer does for its next batch while the current one commits.
+ */
+export interface PreparedBatch {
+  readonly pending: ReadonlyArray<Pending>
+  /** entries already moved to the dead letters (undecodable, underivable, delivered too often) */
+  readonly deadLettered: number
+  /** entries left unacknowledged (their workspaces' content policies were unreadable) */
+  readonly released: number
 }
 
 interface Stored {
@@ -205,7 +218,7 @@ export const makeDecisionBuilder = Effect.gen(function*() {
       return { committed: [], inserted: new Set<string>(), deadLettered: 0, released: items }
     })
 
-  const process = Effect.fn("DecisionBuilder.process")(function*(consumer: string, entries: ReadonlyArray<StreamEntry>) {
+  const prepare = Effect.fn("DecisionBuilder.prepare")(function*(entries: ReadonlyArray<StreamEntry>) {
     let deadLettered = 0
     const decoded: Array<{ entry: StreamEntry; capture: StorableCapture }> = []
     for (const [index, entry] of entries.entries()) {
@@ -228,7 +241,7 @@ export const makeDecisionBuilder = Effect.gen(function*() {
     const policies = yield* Effect.result(policiesOf(decoded.map(({ capture }) => capture)))
     if (Result.isFailure(policies)) {
       yield* Effect.logWarning("content policies unreadable; the batch waits for redelivery", { captures: decoded.length, error: policies.failure.message })
-      return { built: 0, duplicates: 0, deadLettered, released: decoded.length }
+      return { pending: [], deadLettered, released: decoded.length } satisfies PreparedBatch
     }
     const pending: Array<Pending> = []
     for (const [index, { entry, capture }] of decoded.entries()) {
@@ -242,8 +255,11 @@ export const makeDecisionBuilder = Effect.gen(function*() {
       }
       pending.push({ entry, reconstruction: afterDerivation(built.success, policy) })
     }
+    return { pending, deadLettered, released: 0 } satisfies PreparedBatch
+  })
 
-    const stored = yield* store(consumer, pending)
+  const commit = Effect.fn("DecisionBuilder.commit")(function*(consumer: string, prepared: PreparedBatch) {
+    const stored = yield* store(consumer, prepared.pending)
     if (stored.committed.length > 0) {
       yield* untilStreamAnswers("ack", stream.ack(stored.committed.map((item) => item.entry.id)))
       for (const item of stored.committed) failures.delete(item.entry.id)
@@ -258,16 +274,23 @@ export const makeDecisionBuilder = Effect.gen(function*() {
     return {
       built: stored.inserted.size,
       duplicates: stored.committed.length - stored.inserted.size,
-      deadLettered: deadLettered + stored.deadLettered,
-      released: stored.released.length
-    }
+      deadLettered: prepared.deadLettered + stored.deadLettered,
+      released: prepared.released + stored.released.length
+    } satisfies BatchOutcome
   })
 
-  return DecisionBuilder.of({ process })
+  const process = (consumer: string, entries: ReadonlyArray<StreamEntry>) =>
+    Effect.flatMap(prepare(entries), (prepared) => commit(consumer, prepared))
+
+  return DecisionBuilder.of({ prepare, commit, process })
 })
 
 export class DecisionBuilder extends Context.Service<DecisionBuilder, {
-  /** Builds the decisions of delivered entries and acknowledges them after commit (see the module comment). */
+  /** Decodes and derives delivered entries, dead-lettering those that cannot be built. */
+  prepare(entries: ReadonlyArray<StreamEntry>): Effect.Effect<PreparedBatch>
+  /** Stores a prepared batch in one transaction and acknowledges its entries after commit (see the module comment). */
+  commit(consumer: string, prepared: PreparedBatch): Effect.Effect<BatchOutcome>
+  /** `prepare`, then `commit`. */
   process(consumer: string, entries: ReadonlyArray<StreamEntry>): Effect.Effect<BatchOutcome>
 }>()("ledger/builder/DecisionBuilder") {
   /** The builder of the CaptureStream in context. */

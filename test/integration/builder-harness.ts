@@ -2,7 +2,7 @@
  * Shared by the builder, sessions and fault suites: a builder on a fresh database, captures with explicit times,
  * and a recount that checks every stored rollup against the decisions themselves (read through the owner's pool).
  */
-import { Effect, Layer, Option, Redacted } from "effect"
+import { Deferred, Effect, Fiber, Layer, Option, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import * as ChildProcess from "node:child_process"
 import * as Crypto from "node:crypto"
@@ -11,10 +11,13 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import { type CaptureIdentity, type CaptureOptions, realisticCapture, TEMPLATE_COUNT } from "../../bench/ingest/captures.ts"
 import { DecisionBuilder } from "../../src/builder/DecisionBuilder.ts"
+import { agentLockKey, lockAgents } from "../../src/builder/store.ts"
 import { batchIds, CaptureStream } from "../../src/capture/CaptureStream.ts"
 import * as MemoryCaptureStream from "../../src/capture/MemoryCaptureStream.ts"
 import type { LedgerSettings } from "../../src/config/LedgerConfig.ts"
 import { Credentials } from "../../src/auth/Credentials.ts"
+import type { WorkspaceScope } from "../../src/domain/principal.ts"
+import { TenantSql } from "../../src/store/TenantSql.ts"
 import { spawnOnFreePorts } from "../support/ports.ts"
 import { type Backend, storeWithPoolLayer } from "../support/stack.ts"
 
@@ -49,6 +52,23 @@ export const MINUTE = 60_000
 export const T0 = Date.UTC(2025, 10, 3, 9, 0, 0)
 
 export const captureJson = (identity: CaptureIdentity, options: CaptureOptions) => JSON.stringify(realisticCapture(identity, options))
+
+/**
+ * Takes an agent's lock in a transaction of its own, as a builder's batch does from its start to its commit, and holds
+ * it until the returned effect releases it (and waits for that transaction to end).
+ */
+export const holdAgentLock = (scope: WorkspaceScope, agentId: string) =>
+  Effect.gen(function*() {
+    const locked = yield* Deferred.make<void>()
+    const release = yield* Deferred.make<void>()
+    const holder = yield* Effect.forkChild(TenantSql.use((tenantSql) => tenantSql.write(scope, Effect.gen(function*() {
+      yield* lockAgents([agentLockKey(scope, agentId)])
+      yield* Deferred.succeed(locked, undefined)
+      yield* Deferred.await(release)
+    }))))
+    yield* Deferred.await(locked)
+    return Deferred.succeed(release, undefined).pipe(Effect.andThen(Fiber.join(holder)))
+  })
 
 /** Publishes one batch as a producer of its own (so concurrent test publishers never look like replays). */
 export const publish = (payloads: ReadonlyArray<string>) =>

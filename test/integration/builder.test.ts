@@ -14,10 +14,11 @@ import { CaptureShards } from "../../src/capture/CaptureShards.ts"
 import { derive } from "../../src/builder/derive/derive.ts"
 import { extractSubjects } from "../../src/builder/derive/subjects.ts"
 import { CaptureStream } from "../../src/capture/CaptureStream.ts"
+import { eventually } from "../support/eventually.ts"
 import type { Capture } from "../../src/domain/capture.ts"
 import { DatabaseUnavailable } from "../../src/domain/errors.ts"
 import { realisticCapture, TEMPLATE_COUNT } from "../../bench/ingest/captures.ts"
-import { builderStack, captureJson, MINUTE, newWorkspace, publishAndBuild, recount, publish, T0 } from "./builder-harness.ts"
+import { builderStack, captureJson, holdAgentLock, MINUTE, newWorkspace, publishAndBuild, recount, publish, T0 } from "./builder-harness.ts"
 
 const rowsOf = (ledgerIds: ReadonlyArray<string>) =>
   Effect.gen(function*() {
@@ -215,6 +216,40 @@ describe("DecisionBuilder", () => {
           assert.deepStrictEqual(yield* recount, [])
           const [throughput] = yield* sql<{ n: number }>`SELECT sum(decisions)::int AS n FROM pipeline_throughput`
           assert.isAtLeast(throughput!.n, 45)
+        }).pipe(Effect.scoped))
+    }
+  )
+
+  layer(builderStack("postgres", { builderConsumers: 1, builderBatchSize: 5, builderLingerMs: 0 }), { timeout: 120_000, excludeTestServices: true })(
+    "a consumer reading ahead",
+    (it) => {
+      it.effect("reads and derives its next batch while the current one waits on its locks; batches commit in read order", () =>
+        Effect.gen(function*() {
+          const identity = yield* newWorkspace()
+          const scope = { tenant_id: identity.tenant_id, workspace_id: identity.workspace_id }
+          const stream = yield* CaptureStream
+          const sql = yield* SqlClient.SqlClient
+          // another transaction holds the agent's lock: the consumer's first batch waits for it
+          const release = yield* holdAgentLock(scope, "agent-r")
+          yield* Layer.build(BuilderWorkers.pipe(Layer.provide(Layer.mergeAll(CaptureShards.single, ContentPolicies.layer))))
+          const ids = yield* publish(Array.from({ length: 15 }, (_, i) =>
+            captureJson(identity, { agent_id: "agent-r", started_at: T0 + i * MINUTE, variant: i })))
+
+          // the batch waiting on the lock and the one read ahead: one batch ahead, no more
+          yield* eventually("two batches delivered", Effect.map(stream.stats, (stats) => stats.pending === 10), 20)
+          yield* Effect.sleep("300 millis")
+          assert.strictEqual((yield* stream.stats).pending, 10)
+          const count = sql<{ n: number }>`SELECT count(*)::int AS n FROM decisions WHERE tenant_id = ${identity.tenant_id}`
+          assert.strictEqual((yield* count)[0]!.n, 0)
+
+          yield* release
+          yield* eventually("all built and acknowledged", Effect.gen(function*() {
+            return (yield* count)[0]!.n === 15 && (yield* stream.stats).pending === 0
+          }), 20)
+          // chained in the order published
+          const chained = yield* sql<{ seq: string; created_at: Date }>`SELECT seq, created_at FROM decisions
+            WHERE tenant_id = ${identity.tenant_id} ORDER BY seq`
+          assert.deepStrictEqual(chained.map((row) => row.created_at.getTime()), ids.map((_, i) => T0 + i * MINUTE))
         }).pipe(Effect.scoped))
     }
   )

@@ -6,13 +6,11 @@
  * erasure. By agent, by user (in every tenant that has the email) and by date; other workspaces untouched.
  */
 import { assert, describe, layer } from "@effect/vitest"
-import { Deferred, Effect, Fiber, Layer, Schema } from "effect"
+import { Effect, Fiber, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Crypto from "node:crypto"
 import { TEMPLATE_COUNT } from "../../bench/ingest/captures.ts"
 import { Materializer } from "../../src/analytics/Materializer.ts"
-import { agentLockKey, lockAgents } from "../../src/builder/store.ts"
-import { TenantSql } from "../../src/store/TenantSql.ts"
 import { ModelCalls } from "../../src/analytics/ModelCalls.ts"
 import { Credentials } from "../../src/auth/Credentials.ts"
 import { Decision } from "../../src/domain/decision.ts"
@@ -25,7 +23,7 @@ import { UnknownWorkspace } from "../../src/integrity/workspaces.ts"
 import { getDecision } from "../../src/mcp/tools/get_decision.ts"
 import { callTool } from "../../src/mcp/tools/Tool.ts"
 import { LedgerQueryLive } from "../../src/query/ReadModel.ts"
-import { builderStack, captureJson, MINUTE, publishAndBuild, T0 } from "./builder-harness.ts"
+import { builderStack, captureJson, holdAgentLock, MINUTE, publishAndBuild, T0 } from "./builder-harness.ts"
 import { POSTING_ROWS } from "../support/postings.ts"
 
 interface Member {
@@ -296,20 +294,12 @@ describe("erasure", () => {
         const [ann] = yield* members(["ann@example.test"])
         yield* calls(ann!, "agent-a", 2)
         const scope = { tenant_id: ann!.tenant_id, workspace_id: ann!.workspace_id }
-        const locked = yield* Deferred.make<void>()
-        const release = yield* Deferred.make<void>()
         // a builder's batch over agent-a: its transaction holds the agent's lock from the start to commit
-        const batch = yield* Effect.forkChild(TenantSql.use((tenantSql) => tenantSql.write(scope, Effect.gen(function*() {
-          yield* lockAgents([agentLockKey(scope, "agent-a")])
-          yield* Deferred.succeed(locked, undefined)
-          yield* Deferred.await(release)
-        }))))
-        yield* Deferred.await(locked)
+        const release = yield* holdAgentLock(scope, "agent-a")
         const erasing = yield* Effect.forkChild(erase({ kind: "agent", agent_id: "agent-a" }, ann!.workspace_id))
         yield* Effect.sleep("700 millis")
         assert.isUndefined(erasing.pollUnsafe(), "the erasure waits for the batch")
-        yield* Deferred.succeed(release, undefined)
-        yield* Fiber.join(batch)
+        yield* release
         assert.strictEqual((yield* Fiber.join(erasing)).erased, 2)
       }))
 
