@@ -28,9 +28,9 @@ import { backoff } from "../supervision/supervise.ts"
 import type { ContentPolicy } from "../domain/contentPolicy.ts"
 import type { WorkspaceScope } from "../domain/principal.ts"
 import { afterDerivation, beforeDerivation, ContentPolicies } from "./ContentPolicies.ts"
-import { decodeEntry, type Reconstruction, reconstruct, type StorableCapture } from "./reconstruct.ts"
+import { decodeEntry, reconstruct, type StorableCapture, UnbuildableCapture } from "./reconstruct.ts"
 import { IntegrityKeys } from "../integrity/IntegrityKeys.ts"
-import { storeBatch } from "./store.ts"
+import { type StorableDecision, storable, storeBatch } from "./store.ts"
 import { yieldEvery } from "./yielding.ts"
 
 /** What one batch came to. */
@@ -47,7 +47,7 @@ export interface BatchOutcome {
 /** An entry derived and ready to store. */
 export interface Pending {
   readonly entry: StreamEntry
-  readonly reconstruction: Reconstruction
+  readonly decision: StorableDecision
 }
 
 /**
@@ -170,7 +170,7 @@ export const makeDecisionBuilder = Effect.gen(function*() {
       let unexplained = 0
       const retrying = (failure: Failure) =>
         failure.kind === "unavailable" || (failure.kind === "other" && unexplained < OTHER_FAILURE_ATTEMPTS)
-      const result = yield* storeBatch(items.map((item) => item.reconstruction), { gapMs, consumer }).pipe(
+      const result = yield* storeBatch(items.map((item) => item.decision), { gapMs, consumer }).pipe(
         Effect.provideService(TenantSql, tenantSql),
         Effect.provideService(IntegrityKeys, integrityKeys),
         Effect.timeoutOrElse({ duration: BATCH_TIMEOUT, orElse: () => Effect.fail("timeout" as const) }),
@@ -247,13 +247,19 @@ export const makeDecisionBuilder = Effect.gen(function*() {
     for (const [index, { entry, capture }] of decoded.entries()) {
       yield* yieldEvery(index)
       const policy = policies.success.get(workspaceKey(capture))!
-      const built = yield* Effect.result(reconstruct(beforeDerivation(capture, policy)))
+      const built = yield* Effect.result(reconstruct(beforeDerivation(capture, policy)).pipe(
+        Effect.flatMap((reconstruction) => Effect.try({
+          try: () => storable(afterDerivation(reconstruction, policy)),
+          catch: (error) =>
+            new UnbuildableCapture({ message: `the decision's row could not be prepared: ${error instanceof Error ? error.message : String(error)}` })
+        }))
+      ))
       if (Result.isFailure(built)) {
         yield* deadLetter(entry, built.failure.message)
         deadLettered++
         continue
       }
-      pending.push({ entry, reconstruction: afterDerivation(built.success, policy) })
+      pending.push({ entry, decision: built.success })
     }
     return { pending, deadLettered, released: 0 } satisfies PreparedBatch
   })
@@ -266,8 +272,9 @@ export const makeDecisionBuilder = Effect.gen(function*() {
     }
     const now = yield* Clock.currentTimeMillis
     for (const item of stored.committed) {
-      if (stored.inserted.has(item.reconstruction.capture.ledger_id)) {
-        yield* Metric.update(buildLatency, Math.max(0, now - item.reconstruction.capture.ended_at) / 1000)
+      const { capture } = item.decision.reconstruction
+      if (stored.inserted.has(capture.ledger_id)) {
+        yield* Metric.update(buildLatency, Math.max(0, now - capture.ended_at) / 1000)
       }
     }
     yield* Metric.update(decisionsBuilt, stored.inserted.size)

@@ -24,7 +24,6 @@ import { type ChainDraft, chainDraft, type ChainHead, type ChainLink, chainLinks
 import { continueTrace } from "./derive/trace.ts"
 import { callFacts, pgJson, pgText, type Reconstruction } from "./reconstruct.ts"
 import { earlierFirst, type KnownSession, type PlannedCall, planSessions } from "./sessions.ts"
-import { yieldEvery } from "./yielding.ts"
 import type { WorkspaceScope } from "../domain/principal.ts"
 
 // --- agent locks
@@ -254,7 +253,8 @@ const linkSuccessors = (inserted: ReadonlyArray<Reconstruction>) =>
 
 /**
  * What a decision's row holds that no lock decides: what its chain hash covers apart from its place, and its largest
- * JSON texts. Computed before the batch takes its locks, which it holds until commit.
+ * JSON texts. Computed before the batch's transaction (by a consumer while its previous batch commits), so none of it
+ * runs while the batch holds its locks.
  */
 interface Prepared {
   readonly draft: ChainDraft
@@ -264,11 +264,21 @@ interface Prepared {
   readonly subjects: string
 }
 
-const prepare = (scope: WorkspaceScope, item: Reconstruction): Prepared => ({
-  draft: chainDraft(scope, item),
-  derivationOf: item.derivation,
-  derivation: pgJson(item.derivation),
-  subjects: pgJson(item.subjects)
+/** A reconstruction and its row's prepared parts: what `storeBatch` stores. */
+export interface StorableDecision {
+  readonly reconstruction: Reconstruction
+  readonly prepared: Prepared
+}
+
+/** Prepares a reconstruction's row (see Prepared). */
+export const storable = (reconstruction: Reconstruction): StorableDecision => ({
+  reconstruction,
+  prepared: {
+    draft: chainDraft(reconstruction.capture, reconstruction),
+    derivationOf: reconstruction.derivation,
+    derivation: pgJson(reconstruction.derivation),
+    subjects: pgJson(reconstruction.subjects)
+  }
 })
 
 /** The derivation's JSON text: the one prepared, unless the derivation changed since. */
@@ -650,25 +660,19 @@ const storeGroup = (
  * tenants and workspaces.
  */
 export const storeBatch = (
-  batch: ReadonlyArray<Reconstruction>,
+  batch: ReadonlyArray<StorableDecision>,
   options: { readonly gapMs: number; readonly consumer: string }
 ): Effect.Effect<StoredBatch, DatabaseUnavailable | SqlError.SqlError, TenantSql | IntegrityKeys> =>
   Effect.gen(function*() {
-    const groups = groupByWorkspace(batch)
+    const groups = groupByWorkspace(batch.map((decision) => decision.reconstruction))
     if (groups.length === 0) return { inserted: new Set<string>() }
-    // what no lock decides, computed before any is taken: from the first lock to commit, other consumers wait
-    const prepared = new Map<string, Prepared>()
-    for (const { items, scope } of groups) {
-      for (const item of items) {
-        prepared.set(item.capture.ledger_id, prepare(scope, item))
-        yield* yieldEvery(prepared.size - 1)
-      }
-    }
+    const prepared = new Map(batch.map((decision) => [decision.reconstruction.capture.ledger_id, decision.prepared]))
+    const locks = groups.flatMap(({ items, scope }) => items.map((item) => agentLockKey(scope, item.capture.agent_id)))
     const tenantSql = yield* TenantSql
     return yield* tenantSql.write(
       groups[0]!.scope,
       Effect.gen(function*() {
-        yield* lockAgents(groups.flatMap(({ items, scope }) => items.map((item) => agentLockKey(scope, item.capture.agent_id))))
+        yield* lockAgents(locks)
         const inserted = new Set<string>()
         for (const [index, { items, scope }] of groups.entries()) {
           if (index > 0) yield* tenantSql.rescope(scope)

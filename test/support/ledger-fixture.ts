@@ -6,7 +6,7 @@
 import { Effect } from "effect"
 import * as Crypto from "node:crypto"
 import { decodeEntry, reconstruct } from "../../src/builder/reconstruct.ts"
-import { storeBatch } from "../../src/builder/store.ts"
+import { storable, storeBatch } from "../../src/builder/store.ts"
 import type { Capture } from "../../src/domain/capture.ts"
 import type { Principal } from "../../src/domain/principal.ts"
 import { Credentials } from "../../src/auth/Credentials.ts"
@@ -54,7 +54,7 @@ export const memberOf = (stack: ApiStackInfo, tenant: string, email: string, rol
 export const buildDecisions = (stack: ApiStackInfo, captures: ReadonlyArray<Capture>) =>
   withStack(stack)(Effect.gen(function*() {
     const batch = yield* Effect.forEach(captures, (capture) => Effect.flatMap(decodeEntry(JSON.stringify(capture)), reconstruct))
-    return yield* storeBatch(batch, { gapMs: stack.settings.sessionGapMinutes * MINUTE, consumer: "test-builder" })
+    return yield* storeBatch(batch.map(storable), { gapMs: stack.settings.sessionGapMinutes * MINUTE, consumer: "test-builder" })
   }))
 
 export const seedTwoTenantLedger = (stack: ApiStackInfo) =>
