@@ -63,11 +63,11 @@ export const BuilderWorkers = Layer.effectDiscard(Effect.gen(function*() {
     Effect.gen(function*() {
       const label = index === 0 && !sharded ? "" : ` (shard ${index})`
       /**
-       * A consumer reads and derives its next batch while the current one commits: the derivation needs no database,
-       * and the process's event loop would otherwise sit idle through the transaction's round trips (bench/RESULTS.md,
-       * "Backlog drain of short captures"). Batches still commit one after another, in the order they were read. A batch
-       * read ahead when the shard is given up is still committed; one read ahead at shutdown stays pending and is
-       * reclaimed.
+       * With a backlog (its last batch was full) a consumer reads and derives its next batch while the current one
+       * commits: the derivation needs no database, and the process's event loop would otherwise sit idle through the
+       * transaction's round trips (bench/RESULTS.md, "Backlog drain of short captures"). Without one it reads after the
+       * commit, so the next batch gathers what arrives meanwhile. Batches commit one after another, in the order read; a
+       * batch read ahead is committed even if the shard is given up meanwhile, and at shutdown stays pending (reclaimed).
        */
       const consume = (consumer: string) =>
         Effect.gen(function*() {
@@ -80,12 +80,13 @@ export const BuilderWorkers = Layer.effectDiscard(Effect.gen(function*() {
           let next = yield* Effect.forkChild(readNext(0))
           while (true) {
             const batch = yield* Fiber.join(next)
-            const more = !held.stopped
-            // a short batch: let the next one gather (see builderLingerMs)
-            const short = batch.read > 0 && batch.read < settings.builderBatchSize
-            if (more) next = yield* Effect.forkChild(readNext(short ? settings.builderLingerMs : 0))
+            const ahead = batch.read >= settings.builderBatchSize && !held.stopped
+            if (ahead) next = yield* Effect.forkChild(readNext(0))
             if (batch.read > 0) yield* builder.commit(consumer, batch.prepared)
-            if (!more) return
+            if (ahead) continue
+            if (held.stopped) return
+            // a short batch: let the next one gather (see builderLingerMs)
+            next = yield* Effect.forkChild(readNext(batch.read > 0 ? settings.builderLingerMs : 0))
           }
         })
       const reclaimer = `${name}-reclaimer`
