@@ -18,7 +18,7 @@ import type { LogicStep } from "../domain/decision.ts"
 import type { DatabaseUnavailable } from "../domain/errors.ts"
 import { type SessionRollup, sessionSummary } from "../domain/sessionSummary.ts"
 import { ScopedSql, TenantSql } from "../store/TenantSql.ts"
-import { bools, floats, ints, texts, times, uuids } from "../store/arrays.ts"
+import { bools, floats, ints, texts, times, uuids, zipped } from "../store/arrays.ts"
 import { IntegrityKeys } from "../integrity/IntegrityKeys.ts"
 import { type ChainDraft, chainDraft, type ChainHead, type ChainLink, chainLinks, headUpdate, lockChain } from "./chaining.ts"
 import { continueTrace } from "./derive/trace.ts"
@@ -311,6 +311,50 @@ const insertDecisions = (scope: WorkspaceScope, items: ReadonlyArray<Reconstruct
     const column = <A>(f: (item: Reconstruction, i: number) => A) => items.map(f)
     const links = items.map((item) => linkOf(item.capture.ledger_id))
     const hex = (pick: (link: ChainLink) => Buffer) => texts(links.map((link) => pick(link).toString("hex")))
+    // every column but tenant, workspace, built_at and chain_key (the same for the whole group), in the table's order
+    const values = {
+      ledger_id: uuids(column(({ capture }) => capture.ledger_id)),
+      user_id: uuids(column(({ capture }) => capture.user_id)),
+      key_id: uuids(column(({ capture }) => capture.key_id)),
+      agent_id: texts(column(({ capture }) => pgText(capture.agent_id))),
+      session_id: uuids(column(({ capture }) => sessionOf(capture.ledger_id))),
+      execution_id: texts(column(({ capture }) => capture.execution_id === null ? null : pgText(capture.execution_id))),
+      created_at: times(column(({ capture }) => capture.started_at)),
+      provider: texts(column(({ capture }) => pgText(capture.provider))),
+      provider_type: texts(column(({ capture }) => capture.provider_type)),
+      model: texts(column(({ capture }) => pgText(capture.model))),
+      stream: bools(column(({ capture }) => capture.stream)),
+      status: ints(column(({ capture }) => capture.status)),
+      title: texts(column(({ derivation }) => pgText(derivation.title))),
+      intent: texts(column(({ derivation }) => derivation.intent)),
+      outcome: texts(column(({ derivation }) => derivation.outcome)),
+      cost_usd: floats(facts.map((fact) => fact.costUsd)),
+      quality: floats(column(({ derivation }) => derivation.quality.value)),
+      confidence: floats(column(({ derivation }) => derivation.confidence.value)),
+      latency_ms: ints(facts.map((fact) => fact.latencyMs)),
+      first_token_ms: ints(facts.map((fact) => fact.firstTokenMs)),
+      usage: texts(column(({ capture }) => capture.usage === null ? null : pgJson(capture.usage))),
+      derivation: texts(column((item) => derivationJson(preparedOf(item.capture.ledger_id), item))),
+      subjects: texts(column(({ capture }) => preparedOf(capture.ledger_id).subjects)),
+      raw_request: texts(column(({ capture }) => pgText(capture.request))),
+      raw_response: texts(column(({ capture }) => capture.response === null ? null : pgText(capture.response))),
+      error: texts(column(({ capture }) => capture.error === null ? null : pgJson(capture.error))),
+      aborted: bools(column(({ capture }) => capture.aborted)),
+      upstream_ms: ints(column(({ capture }) => capture.upstream_ms)),
+      capture_version: ints(column(({ capture }) => capture.v)),
+      captured_at: times(column(({ capture }) => capture.ended_at)),
+      api: texts(column(({ capture }) => captureApi(capture))),
+      response_id: texts(column(({ responseId }) => responseId === null ? null : pgText(responseId))),
+      previous_response_id: texts(column(({ continues }) => continues === null ? null : pgText(continues))),
+      previous_ledger_id: uuids(column(({ capture }) => previousOf(capture.ledger_id))),
+      raw_context: texts(column(({ capture }) => capture.context == null ? null : pgText(capture.context))),
+      source: texts(column(({ capture }) => capture.source === undefined ? null : pgJson(capture.source))),
+      recorded_at: times(links.map((link) => link.recorded_at)),
+      seq: floats(links.map((link) => link.seq)),
+      prev_hash: hex((link) => link.prev_hash),
+      hash: hex((link) => link.hash),
+      raw_hash: hex((link) => link.raw_hash)
+    }
     const rows = yield* sql<{ ledger_id: string }>`
       WITH inserted AS (INSERT INTO decisions (ledger_id, tenant_id, workspace_id, user_id, key_id, agent_id, session_id, execution_id,
         created_at, provider, provider_type, model, stream, status, title, intent, outcome, cost_usd, quality, confidence,
@@ -323,50 +367,7 @@ const insertDecisions = (scope: WorkspaceScope, items: ReadonlyArray<Reconstruct
         raw_response, error::jsonb, aborted, upstream_ms, capture_version, captured_at, api, response_id,
         previous_response_id, previous_ledger_id, raw_context, source::jsonb, clock_timestamp(), recorded_at, seq,
         decode(prev_hash, 'hex'), decode(hash, 'hex'), decode(raw_hash, 'hex'), ${links[0]?.chain_key ?? 0}
-      FROM UNNEST(
-        ${uuids(column(({ capture }) => capture.ledger_id))},
-        ${uuids(column(({ capture }) => capture.user_id))},
-        ${uuids(column(({ capture }) => capture.key_id))},
-        ${texts(column(({ capture }) => pgText(capture.agent_id)))},
-        ${uuids(column(({ capture }) => sessionOf(capture.ledger_id)))},
-        ${texts(column(({ capture }) => capture.execution_id === null ? null : pgText(capture.execution_id)))},
-        ${times(column(({ capture }) => capture.started_at))},
-        ${texts(column(({ capture }) => pgText(capture.provider)))},
-        ${texts(column(({ capture }) => capture.provider_type))},
-        ${texts(column(({ capture }) => pgText(capture.model)))},
-        ${bools(column(({ capture }) => capture.stream))},
-        ${ints(column(({ capture }) => capture.status))},
-        ${texts(column(({ derivation }) => pgText(derivation.title)))},
-        ${texts(column(({ derivation }) => derivation.intent))},
-        ${texts(column(({ derivation }) => derivation.outcome))},
-        ${floats(facts.map((fact) => fact.costUsd))},
-        ${floats(column(({ derivation }) => derivation.quality.value))},
-        ${floats(column(({ derivation }) => derivation.confidence.value))},
-        ${ints(facts.map((fact) => fact.latencyMs))},
-        ${ints(facts.map((fact) => fact.firstTokenMs))},
-        ${texts(column(({ capture }) => capture.usage === null ? null : pgJson(capture.usage)))},
-        ${texts(column((item) => derivationJson(preparedOf(item.capture.ledger_id), item)))},
-        ${texts(column(({ capture }) => preparedOf(capture.ledger_id).subjects))},
-        ${texts(column(({ capture }) => pgText(capture.request)))},
-        ${texts(column(({ capture }) => capture.response === null ? null : pgText(capture.response)))},
-        ${texts(column(({ capture }) => capture.error === null ? null : pgJson(capture.error)))},
-        ${bools(column(({ capture }) => capture.aborted))},
-        ${ints(column(({ capture }) => capture.upstream_ms))},
-        ${ints(column(({ capture }) => capture.v))},
-        ${times(column(({ capture }) => capture.ended_at))},
-        ${texts(column(({ capture }) => captureApi(capture)))},
-        ${texts(column(({ responseId }) => responseId === null ? null : pgText(responseId)))},
-        ${texts(column(({ continues }) => continues === null ? null : pgText(continues)))},
-        ${uuids(column(({ capture }) => previousOf(capture.ledger_id)))},
-        ${texts(column(({ capture }) => capture.context == null ? null : pgText(capture.context)))},
-        ${texts(column(({ capture }) => capture.source === undefined ? null : pgJson(capture.source)))},
-        ${times(links.map((link) => link.recorded_at))}, ${floats(links.map((link) => link.seq))},
-        ${hex((link) => link.prev_hash)}, ${hex((link) => link.hash)}, ${hex((link) => link.raw_hash)}
-      ) AS v(ledger_id, user_id, key_id, agent_id, session_id, execution_id, created_at, provider, provider_type, model,
-             stream, status, title, intent, outcome, cost_usd, quality, confidence, latency_ms, first_token_ms, usage,
-             derivation, subjects, raw_request, raw_response, error, aborted, upstream_ms, capture_version, captured_at,
-             api, response_id, previous_response_id, previous_ledger_id, raw_context, source, recorded_at, seq,
-             prev_hash, hash, raw_hash)
+      FROM ${zipped(sql, values)} AS v
       RETURNING ledger_id),
       head AS (${headUpdate(sql, scope, head)}),
       counted AS (INSERT INTO pipeline_throughput (second, consumer, decisions)
@@ -395,16 +396,21 @@ export const writeSessions = (
         decision_count, error_count, total_cost_usd, total_tokens, summary, first_ledger_id, first_at, first_title)
       SELECT session_id, ${scope.tenant_id}::uuid, ${scope.workspace_id}::uuid, agent_id, execution_id, started_at,
         ended_at, decision_count, error_count, total_cost_usd, total_tokens, summary, first_ledger_id, first_at, first_title
-      FROM UNNEST(
-        ${uuids(sessions.map((s) => s.session_id))}, ${texts(sessions.map((s) => pgText(s.agent_id)))},
-        ${texts(sessions.map((s) => s.execution_id === null ? null : pgText(s.execution_id)))},
-        ${times(sessions.map((s) => s.rollup.started_at))}, ${times(sessions.map((s) => s.rollup.ended_at))},
-        ${floats(sessions.map((s) => s.rollup.decision_count))}, ${floats(sessions.map((s) => s.rollup.error_count))},
-        ${floats(sessions.map((s) => s.rollup.total_cost_usd))}, ${floats(sessions.map((s) => s.rollup.total_tokens))},
-        ${texts(sessions.map((s) => pgText(sessionSummary(s.rollup))))}, ${uuids(sessions.map((s) => s.rollup.first.ledger_id))},
-        ${times(sessions.map((s) => s.rollup.first.at))}, ${texts(sessions.map((s) => pgText(s.rollup.first.title)))}
-      ) AS v(session_id, agent_id, execution_id, started_at, ended_at, decision_count, error_count, total_cost_usd,
-             total_tokens, summary, first_ledger_id, first_at, first_title)
+      FROM ${zipped(sql, {
+        session_id: uuids(sessions.map((s) => s.session_id)),
+        agent_id: texts(sessions.map((s) => pgText(s.agent_id))),
+        execution_id: texts(sessions.map((s) => s.execution_id === null ? null : pgText(s.execution_id))),
+        started_at: times(sessions.map((s) => s.rollup.started_at)),
+        ended_at: times(sessions.map((s) => s.rollup.ended_at)),
+        decision_count: floats(sessions.map((s) => s.rollup.decision_count)),
+        error_count: floats(sessions.map((s) => s.rollup.error_count)),
+        total_cost_usd: floats(sessions.map((s) => s.rollup.total_cost_usd)),
+        total_tokens: floats(sessions.map((s) => s.rollup.total_tokens)),
+        summary: texts(sessions.map((s) => pgText(sessionSummary(s.rollup)))),
+        first_ledger_id: uuids(sessions.map((s) => s.rollup.first.ledger_id)),
+        first_at: times(sessions.map((s) => s.rollup.first.at)),
+        first_title: texts(sessions.map((s) => pgText(s.rollup.first.title)))
+      })} AS v
       ON CONFLICT (session_id) DO UPDATE SET started_at = EXCLUDED.started_at, ended_at = EXCLUDED.ended_at,
         decision_count = EXCLUDED.decision_count, error_count = EXCLUDED.error_count,
         total_cost_usd = EXCLUDED.total_cost_usd, total_tokens = EXCLUDED.total_tokens,
@@ -436,14 +442,18 @@ const agentsUpsert = (sql: ScopedSql["Service"], scope: WorkspaceScope, deltas: 
       total_cost_usd, total_tokens, confidence_sum, first_seen_at, last_seen_at)
     SELECT ${scope.tenant_id}::uuid, ${scope.workspace_id}::uuid, agent_id, agent_name, decision_count, session_count,
       error_count, total_cost_usd, total_tokens, confidence_sum, first_seen_at, last_seen_at
-    FROM UNNEST(
-      ${texts(ids.map(pgText))}, ${texts(list.map((d) => d.agent_name === null ? null : pgText(d.agent_name)))},
-      ${floats(list.map((d) => d.decision_count))}, ${floats(list.map((d) => d.session_count))},
-      ${floats(list.map((d) => d.error_count))}, ${floats(list.map((d) => d.total_cost_usd))},
-      ${floats(list.map((d) => d.total_tokens))}, ${floats(list.map((d) => d.confidence_sum))},
-      ${times(list.map((d) => d.first_seen_at))}, ${times(list.map((d) => d.last_seen_at))}
-    ) AS v(agent_id, agent_name, decision_count, session_count, error_count, total_cost_usd, total_tokens,
-           confidence_sum, first_seen_at, last_seen_at)
+    FROM ${zipped(sql, {
+      agent_id: texts(ids.map(pgText)),
+      agent_name: texts(list.map((d) => d.agent_name === null ? null : pgText(d.agent_name))),
+      decision_count: floats(list.map((d) => d.decision_count)),
+      session_count: floats(list.map((d) => d.session_count)),
+      error_count: floats(list.map((d) => d.error_count)),
+      total_cost_usd: floats(list.map((d) => d.total_cost_usd)),
+      total_tokens: floats(list.map((d) => d.total_tokens)),
+      confidence_sum: floats(list.map((d) => d.confidence_sum)),
+      first_seen_at: times(list.map((d) => d.first_seen_at)),
+      last_seen_at: times(list.map((d) => d.last_seen_at))
+    })} AS v
     ON CONFLICT (tenant_id, workspace_id, agent_id) DO UPDATE SET
       agent_name = CASE WHEN EXCLUDED.last_seen_at >= agents.last_seen_at
         THEN COALESCE(EXCLUDED.agent_name, agents.agent_name) ELSE COALESCE(agents.agent_name, EXCLUDED.agent_name) END,

@@ -5,6 +5,7 @@
  */
 import { PgTypes } from "@effect/sql-pg"
 import { Result } from "effect"
+import type { Statement } from "effect/sql"
 
 const array = (values: ReadonlyArray<unknown>, oid: number) => Result.getOrThrow(PgTypes.array(values, oid))
 
@@ -19,3 +20,14 @@ export const bools = (values: ReadonlyArray<boolean>) => array(values, PgTypes.O
 /** timestamptz elements from epoch milliseconds */
 export const times = (values: ReadonlyArray<number | null>) =>
   array(values.map((ms) => (ms === null ? null : new Date(ms))), PgTypes.OID.timestamptz)
+
+/**
+ * Rows zipped from parallel arrays, for `FROM ${zipped(sql, { a: …, b: … })} AS v`: `(SELECT unnest($1) AS a,
+ * unnest($2) AS b, …)`, the same rows as `UNNEST($1, $2, …) AS v(a, b, …)` (a shorter array pads with NULLs in both).
+ * In the select list PostgreSQL streams the elements row by row; in FROM it first copies every array into a tuplestore,
+ * which cost it a quarter to a third more per decision inserted (bench/RESULTS.md, "Backlog drain of short captures").
+ */
+export const zipped = (sql: Statement.Constructor, columns: Readonly<Record<string, unknown>>) =>
+  sql`(SELECT ${
+    sql.join(", ", false)(Object.entries(columns).map(([name, values]) => sql`unnest(${values}) AS ${sql(name)}`))
+  })`
