@@ -288,7 +288,7 @@ export const settingsConfig: Config.Config<LedgerSettings> = Config.all({
   captureShards: Config.Int("LEDGER_CAPTURE_SHARDS").pipe(Config.withDefault(1)),
   streamGroup: Config.String("LEDGER_STREAM_GROUP").pipe(Config.withDefault("ledger-builders")),
   maxDeliveries: Config.Int("LEDGER_MAX_DELIVERIES").pipe(Config.withDefault(5)),
-  builderConsumers: Config.Int("LEDGER_BUILDER_CONSUMERS").pipe(Config.withDefault(2)),
+  builderConsumers: Config.Int("LEDGER_BUILDER_CONSUMERS").pipe(Config.withDefault(1)),
   builderBatchSize: Config.Int("LEDGER_BUILDER_BATCH_SIZE").pipe(Config.withDefault(500)),
   builderLingerMs: Config.Int("LEDGER_BUILDER_LINGER_MS").pipe(Config.withDefault(100)),
   reclaimIdleMs: Config.Int("LEDGER_RECLAIM_IDLE_MS").pipe(Config.withDefault(60_000)),
