@@ -7,8 +7,8 @@
  * - Then per tenant/workspace group (`rescope`): the ledger ids already stored are probed under those locks (a
  *   capture's ledger id belongs to one agent, so no other builder can insert it meanwhile) and only the new calls
  *   go on — a redelivered capture inserts nothing and so changes nothing. One statement per table for the whole
- *   group: sessions and agents, then the decisions (each a statement of parallel arrays, `zipped` into rows), last, because they take the workspace's chain
- *   (chaining.ts) whose lock serialises every builder writing to the workspace until commit.
+ *   group, its rows `zipped` from parallel arrays: sessions and agents, then the decisions, last, because they take
+ *   the workspace's chain (chaining.ts) whose lock serialises every builder writing to the workspace until commit.
  */
 import { Clock, Effect } from "effect"
 import type { SqlError } from "effect/sql"
