@@ -1,7 +1,7 @@
 /** Hand-offs between agents, found through the line prints of decisions' inputs and outputs. */
 import { Effect } from "effect"
 import { ScopedSql } from "../../store/TenantSql.ts"
-import { texts, times, uuids } from "../../store/arrays.ts"
+import { texts, times, uuids, zipped } from "../../store/arrays.ts"
 import type { DecisionAnalysis } from "../analyse.ts"
 import { addAgentEdges } from "./agentEdges.ts"
 import type { WorkspaceScope } from "../../domain/principal.ts"
@@ -26,9 +26,13 @@ export const writeHandoffs = (scope: WorkspaceScope, fresh: ReadonlyArray<Decisi
     ])
     if (prints.length === 0) return
     yield* sql`INSERT INTO decision_prints (tenant_id, workspace_id, direction, print, ledger_id, agent_id, created_at)
-      SELECT ${scope.tenant_id}::uuid, ${scope.workspace_id}::uuid, t.* FROM UNNEST(${texts(prints.map((p) => p.direction))},
-        ${texts(prints.map((p) => p.print))}, ${uuids(prints.map((p) => p.decision.ledger_id))},
-        ${texts(prints.map((p) => p.decision.agent_id))}, ${times(prints.map((p) => p.decision.created_at.getTime()))}) AS t
+      SELECT ${scope.tenant_id}::uuid, ${scope.workspace_id}::uuid, t.* FROM ${zipped(sql, {
+        direction: texts(prints.map((p) => p.direction)),
+        print: texts(prints.map((p) => p.print)),
+        ledger_id: uuids(prints.map((p) => p.decision.ledger_id)),
+        agent_id: texts(prints.map((p) => p.decision.agent_id)),
+        created_at: times(prints.map((p) => p.decision.created_at.getTime()))
+      })} AS t
       ON CONFLICT DO NOTHING`
     // the other side of each print: outputs matching fresh inputs, inputs matching fresh outputs
     const matches = yield* sql<{ direction: "in" | "out"; print: string; ledger_id: string; agent_id: string; created_at: Date }>`

@@ -1,7 +1,7 @@
 /** Hourly rollups: decisions, cost, tokens, latency and quality per hour, agent, model, intent and outcome. */
 import { Effect } from "effect"
 import { ScopedSql } from "../../store/TenantSql.ts"
-import { floats, texts, times } from "../../store/arrays.ts"
+import { floats, texts, times, zipped } from "../../store/arrays.ts"
 import type { DecisionAnalysis } from "../analyse.ts"
 import { groupBy } from "./shared.ts"
 import type { WorkspaceScope } from "../../domain/principal.ts"
@@ -41,11 +41,19 @@ export const writeRollups = (scope: WorkspaceScope, fresh: ReadonlyArray<Decisio
     ).values()]
     yield* sql`INSERT INTO hourly_rollups (tenant_id, workspace_id, hour, agent_id, model, intent, outcome, decisions,
         cost_usd, tokens, completion_tokens, latency_ms_sum, quality_sum)
-      SELECT ${tenant_id}::uuid, ${workspace_id}::uuid, t.* FROM UNNEST(${times(rollups.map((r) => r.hour))},
-        ${texts(rollups.map((r) => r.agent))}, ${texts(rollups.map((r) => r.model))}, ${texts(rollups.map((r) => r.intent))},
-        ${texts(rollups.map((r) => r.outcome))}, ${floats(rollups.map((r) => r.decisions))}, ${floats(rollups.map((r) => r.cost))},
-        ${floats(rollups.map((r) => r.tokens))}, ${floats(rollups.map((r) => r.completion))}, ${floats(rollups.map((r) => r.latency))},
-        ${floats(rollups.map((r) => r.quality))}) AS t
+      SELECT ${tenant_id}::uuid, ${workspace_id}::uuid, t.* FROM ${zipped(sql, {
+        hour: times(rollups.map((r) => r.hour)),
+        agent_id: texts(rollups.map((r) => r.agent)),
+        model: texts(rollups.map((r) => r.model)),
+        intent: texts(rollups.map((r) => r.intent)),
+        outcome: texts(rollups.map((r) => r.outcome)),
+        decisions: floats(rollups.map((r) => r.decisions)),
+        cost_usd: floats(rollups.map((r) => r.cost)),
+        tokens: floats(rollups.map((r) => r.tokens)),
+        completion_tokens: floats(rollups.map((r) => r.completion)),
+        latency_ms_sum: floats(rollups.map((r) => r.latency)),
+        quality_sum: floats(rollups.map((r) => r.quality))
+      })} AS t
       ON CONFLICT (tenant_id, workspace_id, hour, agent_id, model, intent, outcome) DO UPDATE SET
         decisions = hourly_rollups.decisions + EXCLUDED.decisions, cost_usd = hourly_rollups.cost_usd + EXCLUDED.cost_usd,
         tokens = hourly_rollups.tokens + EXCLUDED.tokens,

@@ -6,7 +6,7 @@ import { Effect } from "effect"
 import { ScopedSql } from "../../store/TenantSql.ts"
 import type { DecisionAnalysis } from "../analyse.ts"
 import type { WorkspaceScope } from "../../domain/principal.ts"
-import { ints, reals, texts, times, uuids } from "../../store/arrays.ts"
+import { ints, reals, texts, times, uuids, zipped } from "../../store/arrays.ts"
 import { newestFirst } from "../postings.ts"
 import { VECTOR_DIMENSIONS } from "../text.ts"
 
@@ -84,12 +84,16 @@ export const insertSearchRows = (
       SELECT t.ledger_id, ${tenant_id}::uuid, ${workspace_id}::uuid, t.session_id, t.agent_id, t.created_at,
         to_tsvector(${LEXICAL_CONFIG}::regconfig, t.lexical_text),
         ${reals(vectors)}[(t.n::int - 1) * ${VECTOR_DIMENSIONS} + 1 : t.n::int * ${VECTOR_DIMENSIONS}], t.model, t.call_signature
-      FROM UNNEST(
-        ${uuids(analyses.map((a) => a.decision.ledger_id))}, ${uuids(analyses.map((a) => a.decision.session_id))},
-        ${texts(analyses.map((a) => a.decision.agent_id))}, ${times(analyses.map((a) => a.decision.created_at.getTime()))},
-        ${texts(analyses.map((a) => a.lexicalText))}, ${texts(analyses.map((a) => `${a.decision.provider}/${a.decision.model}`))},
-        ${texts(analyses.map((a) => a.signature))}
-      ) WITH ORDINALITY AS t(ledger_id, session_id, agent_id, created_at, lexical_text, model, call_signature, n)
+      FROM ${zipped(sql, {
+        ledger_id: uuids(analyses.map((a) => a.decision.ledger_id)),
+        session_id: uuids(analyses.map((a) => a.decision.session_id)),
+        agent_id: texts(analyses.map((a) => a.decision.agent_id)),
+        created_at: times(analyses.map((a) => a.decision.created_at.getTime())),
+        lexical_text: texts(analyses.map((a) => a.lexicalText)),
+        model: texts(analyses.map((a) => `${a.decision.provider}/${a.decision.model}`)),
+        call_signature: texts(analyses.map((a) => a.signature)),
+        n: ints(analyses.map((_, i) => i + 1))
+      })} AS t
       ON CONFLICT (ledger_id) DO NOTHING
       RETURNING ledger_id::text AS ledger_id, tsvector_to_array(document) AS lexemes`
     if (inserted.length === 0) return []
@@ -107,7 +111,7 @@ export const insertSearchRows = (
           SELECT ${tenant_id}::uuid, ${workspace_id}::uuid, r.lexeme, ats[r.first], ats[r.last], ids[r.first],
             ids[r.first : r.last], ats[r.first : r.last]
           FROM (SELECT ${uuids(runs.ids)}::uuid[] AS ids, ${times(runs.ats)}::timestamptz[] AS ats) AS batch,
-            UNNEST(${texts(runs.lexemes)}, ${ints(runs.firsts)}, ${ints(runs.lasts)}) AS r(lexeme, first, last)
+            ${zipped(sql, { lexeme: texts(runs.lexemes), first: ints(runs.firsts), last: ints(runs.lasts) })} AS r
           RETURNING lexeme, cardinality(ledger_ids) AS doc_count
         )
         INSERT INTO search_terms (tenant_id, workspace_id, lexeme, doc_count)

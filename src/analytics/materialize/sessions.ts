@@ -4,7 +4,7 @@
  */
 import { Effect } from "effect"
 import { ScopedSql } from "../../store/TenantSql.ts"
-import { texts, uuids } from "../../store/arrays.ts"
+import { texts, uuids, zipped } from "../../store/arrays.ts"
 import type { DecisionAnalysis } from "../analyse.ts"
 import { recomputeFeatures, refreshMergeSuggestions } from "../Features.ts"
 import { writeDeterministicSummaries } from "../Summaries.ts"
@@ -21,8 +21,11 @@ export const writeSharedExecutions = (scope: WorkspaceScope, fresh: ReadonlyArra
     const sessions = [...new Map(fresh.map((a) => [a.decision.session_id, a.decision])).values()]
     const created = yield* sql<{ agent_id: string; execution_id: string | null; first_at: Date }>`
       INSERT INTO analytics_sessions (tenant_id, workspace_id, session_id, agent_id, execution_id)
-      SELECT ${scope.tenant_id}::uuid, ${scope.workspace_id}::uuid, t.* FROM UNNEST(${uuids(sessions.map((d) => d.session_id))},
-        ${texts(sessions.map((d) => d.agent_id))}, ${texts(sessions.map((d) => d.execution_id))}) AS t
+      SELECT ${scope.tenant_id}::uuid, ${scope.workspace_id}::uuid, t.* FROM ${zipped(sql, {
+        session_id: uuids(sessions.map((d) => d.session_id)),
+        agent_id: texts(sessions.map((d) => d.agent_id)),
+        execution_id: texts(sessions.map((d) => d.execution_id))
+      })} AS t
       ON CONFLICT DO NOTHING
       RETURNING agent_id, execution_id, now() AS first_at`
     const withExecution = created.filter((s) => s.execution_id !== null)

@@ -4,7 +4,7 @@
  */
 import { Effect } from "effect"
 import { ScopedSql } from "../../store/TenantSql.ts"
-import { floats, texts, times, uuids } from "../../store/arrays.ts"
+import { floats, texts, times, uuids, zipped } from "../../store/arrays.ts"
 import type { DecisionAnalysis } from "../analyse.ts"
 import { MAX_SUBJECT_SESSIONS, WORK_SUBJECT_KINDS } from "../rules.ts"
 import { addAgentEdges } from "./agentEdges.ts"
@@ -31,17 +31,25 @@ export const writeMentions = (scope: WorkspaceScope, fresh: ReadonlyArray<Decisi
         }
       ).values()]
       yield* sql`INSERT INTO subjects (tenant_id, workspace_id, subject_id, kind, key, label, decision_count, first_seen_at, last_seen_at)
-        SELECT ${tenant_id}::uuid, ${workspace_id}::uuid, t.* FROM UNNEST(${texts(subjects.map((s) => s.id))},
-          ${texts(subjects.map((s) => s.kind))}, ${texts(subjects.map((s) => s.key))}, ${texts(subjects.map((s) => s.label))},
-          ${floats(subjects.map((s) => s.n))}, ${times(subjects.map((s) => s.first.getTime()))},
-          ${times(subjects.map((s) => s.last.getTime()))}) AS t
+        SELECT ${tenant_id}::uuid, ${workspace_id}::uuid, t.* FROM ${zipped(sql, {
+          subject_id: texts(subjects.map((s) => s.id)),
+          kind: texts(subjects.map((s) => s.kind)),
+          key: texts(subjects.map((s) => s.key)),
+          label: texts(subjects.map((s) => s.label)),
+          decision_count: floats(subjects.map((s) => s.n)),
+          first_seen_at: times(subjects.map((s) => s.first.getTime())),
+          last_seen_at: times(subjects.map((s) => s.last.getTime()))
+        })} AS t
         ON CONFLICT (tenant_id, workspace_id, subject_id) DO UPDATE SET decision_count = subjects.decision_count + EXCLUDED.decision_count,
           first_seen_at = least(subjects.first_seen_at, EXCLUDED.first_seen_at),
           last_seen_at = greatest(subjects.last_seen_at, EXCLUDED.last_seen_at)`
       yield* sql`INSERT INTO graph_edges (tenant_id, workspace_id, src_type, src_id, edge_type, dst_type, dst_id, weight, first_at, last_at)
         SELECT ${tenant_id}::uuid, ${workspace_id}::uuid, 'decision', t.ledger_id, 'about', 'subject', t.subject_id, 1, t.at, t.at
-        FROM UNNEST(${texts(mentions.map((m) => m.decision.ledger_id))}, ${texts(mentions.map((m) => m.id))},
-          ${times(mentions.map((m) => m.decision.created_at.getTime()))}) AS t(ledger_id, subject_id, at)
+        FROM ${zipped(sql, {
+          ledger_id: texts(mentions.map((m) => m.decision.ledger_id)),
+          subject_id: texts(mentions.map((m) => m.id)),
+          at: times(mentions.map((m) => m.decision.created_at.getTime()))
+        })} AS t
         ON CONFLICT DO NOTHING`
     }
   })
@@ -68,9 +76,14 @@ export const addSessionSubjects = (scope: WorkspaceScope, fresh: ReadonlyArray<D
     ).values()]
     const added = mentions.length === 0 ? [] : yield* sql<{ subject_id: string; session_id: string; agent_id: string; inserted: boolean; last_at: Date }>`
       INSERT INTO session_subjects (tenant_id, workspace_id, subject_id, session_id, agent_id, decision_count, first_at, last_at)
-      SELECT ${tenant_id}::uuid, ${workspace_id}::uuid, t.* FROM UNNEST(${texts(mentions.map((m) => m.subject_id))},
-        ${uuids(mentions.map((m) => m.session_id))}, ${texts(mentions.map((m) => m.agent_id))}, ${floats(mentions.map((m) => m.n))},
-        ${times(mentions.map((m) => m.first.getTime()))}, ${times(mentions.map((m) => m.last.getTime()))}) AS t
+      SELECT ${tenant_id}::uuid, ${workspace_id}::uuid, t.* FROM ${zipped(sql, {
+        subject_id: texts(mentions.map((m) => m.subject_id)),
+        session_id: uuids(mentions.map((m) => m.session_id)),
+        agent_id: texts(mentions.map((m) => m.agent_id)),
+        decision_count: floats(mentions.map((m) => m.n)),
+        first_at: times(mentions.map((m) => m.first.getTime())),
+        last_at: times(mentions.map((m) => m.last.getTime()))
+      })} AS t
       ON CONFLICT (tenant_id, workspace_id, subject_id, session_id) DO UPDATE SET
         decision_count = session_subjects.decision_count + EXCLUDED.decision_count,
         first_at = least(session_subjects.first_at, EXCLUDED.first_at), last_at = greatest(session_subjects.last_at, EXCLUDED.last_at)
@@ -109,8 +122,10 @@ export const addSessionSubjects = (scope: WorkspaceScope, fresh: ReadonlyArray<D
     if (agentPairs.length === 0) return
     const newAgentPairs = yield* sql<{ subject_id: string; agent_id: string }>`
       INSERT INTO agent_subjects (tenant_id, workspace_id, subject_id, agent_id)
-      SELECT ${tenant_id}::uuid, ${workspace_id}::uuid, t.* FROM UNNEST(${texts(agentPairs.map((p) => p.subject_id))},
-        ${texts(agentPairs.map((p) => p.agent_id))}) AS t
+      SELECT ${tenant_id}::uuid, ${workspace_id}::uuid, t.* FROM ${zipped(sql, {
+        subject_id: texts(agentPairs.map((p) => p.subject_id)),
+        agent_id: texts(agentPairs.map((p) => p.agent_id))
+      })} AS t
       ON CONFLICT DO NOTHING RETURNING subject_id, agent_id`
     if (newAgentPairs.length === 0) return
     const holders = yield* sql<{ subject_id: string; agent_id: string }>`
