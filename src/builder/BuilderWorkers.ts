@@ -63,13 +63,19 @@ export const BuilderWorkers = Layer.effectDiscard(Effect.gen(function*() {
     Effect.gen(function*() {
       const label = index === 0 && !sharded ? "" : ` (shard ${index})`
       /**
+       * The throughput record (`ledger status`) each loop counts its batches under: one row a second per loop, since a
+       * transaction's upsert of a row another open transaction upserted waits for that one to commit — under one
+       * name, the consumers of a process's shards committed one after another. Status counts the process, before "/".
+       */
+      const recordOf = (loop: string) => `${name}/${index}.${loop}`
+      /**
        * With a backlog (its last batch was full) a consumer reads and derives its next batch while the current one
        * commits: the derivation needs no database, and the process's event loop would otherwise sit idle through the
        * transaction's round trips (bench/RESULTS.md, "Backlog drain of short captures"). Without one it reads after the
        * commit, so the next batch gathers what arrives meanwhile. Batches commit one after another, in the order read; a
        * batch read ahead is committed even if the shard is given up meanwhile, and at shutdown stays pending (reclaimed).
        */
-      const consume = (consumer: string) =>
+      const consume = (consumer: string, record: string) =>
         Effect.gen(function*() {
           const readNext = (lingerMs: number) =>
             Effect.gen(function*() {
@@ -82,7 +88,7 @@ export const BuilderWorkers = Layer.effectDiscard(Effect.gen(function*() {
             const batch = yield* Fiber.join(next)
             const ahead = batch.read >= settings.builderBatchSize && !held.stopped
             if (ahead) next = yield* Effect.forkChild(readNext(0))
-            if (batch.read > 0) yield* builder.commit(consumer, batch.prepared)
+            if (batch.read > 0) yield* builder.commit(record, batch.prepared)
             if (ahead) continue
             if (held.stopped) return
             // a short batch: let the next one gather (see builderLingerMs)
@@ -97,7 +103,7 @@ export const BuilderWorkers = Layer.effectDiscard(Effect.gen(function*() {
           const entries = yield* stream.reclaim(reclaimer, { minIdleMs: settings.reclaimIdleMs, count: settings.builderBatchSize })
           if (entries.length === 0) return
           yield* Effect.logInfo("reclaimed idle captures", { count: entries.length, shard: index })
-          yield* builder.process(reclaimer, entries)
+          yield* builder.process(recordOf("reclaimer"), entries)
           if (entries.length < settings.builderBatchSize) return
         }
       }).pipe(Effect.catch((error) => Effect.logWarning("reclaim failed; retrying", { error: error.message })))
@@ -110,7 +116,7 @@ export const BuilderWorkers = Layer.effectDiscard(Effect.gen(function*() {
         Effect.gen(function*() {
           while (!held.stopped) yield* step
         })
-      for (let i = 0; i < settings.builderConsumers; i++) yield* supervise(`builder consumer ${i}${label}`, consume(`${name}-${i}`))
+      for (let i = 0; i < settings.builderConsumers; i++) yield* supervise(`builder consumer ${i}${label}`, consume(`${name}-${i}`, recordOf(String(i))))
       yield* supervise(`builder reclaimer${label}`, untilGivenUp(reclaim))
       yield* supervise(`consumer pruner${label}`, untilGivenUp(pruneConsumers))
     })

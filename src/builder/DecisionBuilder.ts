@@ -163,14 +163,14 @@ export const makeDecisionBuilder = Effect.gen(function*() {
       return policies
     })
 
-  const store = (consumer: string, items: ReadonlyArray<Pending>): Effect.Effect<Stored> =>
+  const store = (record: string, items: ReadonlyArray<Pending>): Effect.Effect<Stored> =>
     Effect.gen(function*() {
       if (items.length === 0) return { committed: [], inserted: new Set<string>(), deadLettered: 0, released: [] }
       let attempts = 0
       let unexplained = 0
       const retrying = (failure: Failure) =>
         failure.kind === "unavailable" || (failure.kind === "other" && unexplained < OTHER_FAILURE_ATTEMPTS)
-      const result = yield* storeBatch(items.map((item) => item.decision), { gapMs, consumer }).pipe(
+      const result = yield* storeBatch(items.map((item) => item.decision), { gapMs, consumer: record }).pipe(
         Effect.provideService(TenantSql, tenantSql),
         Effect.provideService(IntegrityKeys, integrityKeys),
         Effect.timeoutOrElse({ duration: BATCH_TIMEOUT, orElse: () => Effect.fail("timeout" as const) }),
@@ -205,8 +205,8 @@ export const makeDecisionBuilder = Effect.gen(function*() {
         }
         // find the capture at fault; the rest of the batch commits
         const half = Math.ceil(items.length / 2)
-        const first = yield* store(consumer, items.slice(0, half))
-        const second = yield* store(consumer, items.slice(half))
+        const first = yield* store(record, items.slice(0, half))
+        const second = yield* store(record, items.slice(half))
         return {
           committed: [...first.committed, ...second.committed],
           inserted: new Set([...first.inserted, ...second.inserted]),
@@ -264,8 +264,8 @@ export const makeDecisionBuilder = Effect.gen(function*() {
     return { pending, deadLettered, released: 0 } satisfies PreparedBatch
   })
 
-  const commit = Effect.fn("DecisionBuilder.commit")(function*(consumer: string, prepared: PreparedBatch) {
-    const stored = yield* store(consumer, prepared.pending)
+  const commit = Effect.fn("DecisionBuilder.commit")(function*(record: string, prepared: PreparedBatch) {
+    const stored = yield* store(record, prepared.pending)
     if (stored.committed.length > 0) {
       yield* untilStreamAnswers("ack", stream.ack(stored.committed.map((item) => item.entry.id)))
       for (const item of stored.committed) failures.delete(item.entry.id)
@@ -286,8 +286,8 @@ export const makeDecisionBuilder = Effect.gen(function*() {
     } satisfies BatchOutcome
   })
 
-  const process = (consumer: string, entries: ReadonlyArray<StreamEntry>) =>
-    Effect.flatMap(prepare(entries), (prepared) => commit(consumer, prepared))
+  const process = (record: string, entries: ReadonlyArray<StreamEntry>) =>
+    Effect.flatMap(prepare(entries), (prepared) => commit(record, prepared))
 
   return DecisionBuilder.of({ prepare, commit, process })
 })
@@ -295,10 +295,13 @@ export const makeDecisionBuilder = Effect.gen(function*() {
 export class DecisionBuilder extends Context.Service<DecisionBuilder, {
   /** Decodes and derives delivered entries, dead-lettering those that cannot be built. */
   prepare(entries: ReadonlyArray<StreamEntry>): Effect.Effect<PreparedBatch>
-  /** Stores a prepared batch in one transaction and acknowledges its entries after commit (see the module comment). */
-  commit(consumer: string, prepared: PreparedBatch): Effect.Effect<BatchOutcome>
+  /**
+   * Stores a prepared batch in one transaction and acknowledges its entries after commit (see the module comment).
+   * `record` names the throughput record the batch is counted under (`ledger status`): one per consumer loop.
+   */
+  commit(record: string, prepared: PreparedBatch): Effect.Effect<BatchOutcome>
   /** `prepare`, then `commit`. */
-  process(consumer: string, entries: ReadonlyArray<StreamEntry>): Effect.Effect<BatchOutcome>
+  process(record: string, entries: ReadonlyArray<StreamEntry>): Effect.Effect<BatchOutcome>
 }>()("ledger/builder/DecisionBuilder") {
   /** The builder of the CaptureStream in context. */
   static readonly layer = Layer.effect(DecisionBuilder, makeDecisionBuilder).pipe(Layer.provide(ContentPolicies.layer))

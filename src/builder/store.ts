@@ -293,7 +293,7 @@ interface Placement {
   readonly linkOf: (ledgerId: string) => ChainLink
   /** the chain's head after them */
   readonly head: ChainHead
-  /** the consumer, whose throughput record (`ledger status`) counts them */
+  /** the consumer loop's throughput record (`ledger status`), which counts them */
   readonly consumer: string
 }
 
@@ -666,8 +666,9 @@ const storeGroup = (
   })
 
 /**
- * Stores a batch in one transaction. `consumer` names the builder in the throughput record; the batch may span
- * tenants and workspaces.
+ * Stores a batch in one transaction. `consumer` names the throughput record it is counted under (one per consumer
+ * loop: two open transactions upserting one row would commit one after the other); the batch may span tenants and
+ * workspaces.
  */
 export const storeBatch = (
   batch: ReadonlyArray<StorableDecision>,

@@ -146,7 +146,7 @@ export class PipelineStatus extends Context.Service<PipelineStatus, {
         onSome: (tenantSql) =>
           tenantSql.control(ScopedSql.use((sql) =>
             sql<{ decisions: number; builders: number }>`
-              SELECT COALESCE(sum(decisions), 0)::int AS decisions, count(DISTINCT consumer)::int AS builders
+              SELECT COALESCE(sum(decisions), 0)::int AS decisions, count(DISTINCT split_part(consumer, '/', 1))::int AS builders
               FROM pipeline_throughput
               WHERE second >= date_trunc('second', now()) - interval '60 seconds' AND second < date_trunc('second', now())`
           )).pipe(

@@ -57,7 +57,10 @@ describe("ledger status", () => {
         const builder = yield* DecisionBuilder
         const identity = yield* newWorkspace()
         yield* publish([...Array.from({ length: 12 }, (_, i) => captureJson(identity, { agent_id: "agent-s", started_at: T0 + i * MINUTE, variant: i })), "not a capture"])
-        yield* builder.process("status-test", yield* stream.read("status-test", { count: 20, blockMs: 0 }))
+        // two consumer loops of one builder process, each under a throughput record of its own: one builder
+        const delivered = yield* stream.read("status-test", { count: 20, blockMs: 0 })
+        yield* builder.process("status-test/0.0", delivered.slice(0, 7))
+        yield* builder.process("status-test/1.0", delivered.slice(7))
         yield* publish([captureJson(identity, { agent_id: "agent-s", started_at: T0 })])
         // a spool left by a gateway: three captures waiting
         const dataDir = yield* tempDir

@@ -119,6 +119,14 @@ const storedIds = Effect.gen(function*() {
   return (yield* sql<{ ledger_id: string }>`SELECT ledger_id FROM decisions ORDER BY ledger_id`).map((row) => row.ledger_id)
 })
 
+/** The throughput records (`ledger status`) of one builder process, by its pid. */
+const throughputRecords = (pid: number) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const rows = yield* sql<{ consumer: string }>`SELECT DISTINCT consumer FROM pipeline_throughput WHERE consumer LIKE ${`%-${pid}-%`}`
+    return rows.map((row) => row.consumer)
+  })
+
 const reshardedWhileKilled = (stack: typeof oneRedis, on: string) =>
   layer(stack, { timeout: 240_000, excludeTestServices: true })(`resharding ${BEFORE} → ${AFTER} with a builder killed mid-batch (${on})`, (it) => {
     it.effect("every capture becomes a decision exactly once; every shard drains; the record comes down", () =>
@@ -174,6 +182,11 @@ const reshardedWhileKilled = (stack: typeof oneRedis, on: string) =>
         }
         assert.deepStrictEqual(yield* storedIds, [...published].sort())
         assert.deepStrictEqual(yield* recount, [])
+        // each consumer loop counts its batches under a record of its own (shard and loop after the process's name), so
+        // the transactions of a process's shards never wait on one another's throughput row
+        const records = yield* throughputRecords(survivor.pid)
+        assert.isAbove(new Set(records.map((record) => record.split("/")[1])).size, 1, records.join(", "))
+        for (const record of records) assert.match(record, /^[\w.-]+\/\d+\.(\d+|reclaimer)$/)
         yield* eventually("the shard record lowered", Effect.map(after.recorded, (count) => count === AFTER), 30).pipe(
           Effect.tapDefect(() => Effect.sync(() => console.error(survivor.logs().split("\n").filter((l) => /shard/i.test(l)).join("\n"))))
         )
