@@ -64,6 +64,8 @@ const FENCE_CLOSE = /^ {0,3}(`{3,}|~{3,})\s*$/
  * which is what a truncated answer looks like.
  */
 export const splitFences = (text: string): FencedText => {
+  // no fence can open without three backticks or tildes: most texts, split here several times a derivation
+  if (!text.includes("```") && !text.includes("~~~")) return { prose: text.replaceAll("\r\n", "\n"), blocks: [] }
   const prose: Array<string> = []
   const blocks: Array<FencedBlock> = []
   let open: { fence: string; info: string; precedingLine: string; lines: Array<string> } | undefined
