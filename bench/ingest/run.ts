@@ -3,7 +3,7 @@
  * Redis capture stream, consumed by builder processes (`node bin/ledger.js serve --roles builder`) into a fresh
  * PostgreSQL database.
  *
- *   npx node bench/ingest/run.ts [--builders 2] [--consumers 1] [--batch 500] [--shards 1] [--workspaces 3]
+ *   npx node bench/ingest/run.ts [--builders 2] [--consumers 1] [--batch 4000] [--shards 1] [--workspaces 3]
  *                                [--rate 8000] [--seconds 20] [--latency-rate 1000] [--latency-seconds 20]
  *                                [--sustained-only] [--captures realistic|short]
  *
@@ -56,7 +56,7 @@ const { values: args } = parseArgs({
   options: {
     builders: { type: "string", default: "2" },
     consumers: { type: "string", default: "1" },
-    batch: { type: "string", default: "500" },
+    batch: { type: "string", default: "4000" },
     rate: { type: "string", default: "8000" },
     seconds: { type: "string", default: "20" },
     "latency-rate": { type: "string", default: "1000" },

@@ -19,7 +19,7 @@ import { IntegrityKeys } from "../integrity/IntegrityKeys.ts"
 import { ScopedSql, TenantSql } from "../store/TenantSql.ts"
 import { every, supervise } from "../supervision/supervise.ts"
 import { ContentPolicies } from "./ContentPolicies.ts"
-import { type DecisionBuilder, makeDecisionBuilder, processConsumerName, untilStreamAnswers } from "./DecisionBuilder.ts"
+import { type DecisionBuilder, makeDecisionBuilder, nextBatchCount, processConsumerName, untilStreamAnswers } from "./DecisionBuilder.ts"
 import { pruneThroughput } from "./store.ts"
 
 /** Waiting for a blocked read; short enough that shutdown and giving up a shard are prompt. */
@@ -77,16 +77,19 @@ export const BuilderWorkers = Layer.effectDiscard(Effect.gen(function*() {
        */
       const consume = (consumer: string, record: string) =>
         Effect.gen(function*() {
+          let count = settings.builderBatchSize
           const readNext = (lingerMs: number) =>
             Effect.gen(function*() {
               if (lingerMs > 0) yield* Effect.sleep(Duration.millis(lingerMs))
-              const entries = yield* untilStreamAnswers("read", stream.read(consumer, { count: settings.builderBatchSize, blockMs: READ_BLOCK_MS }))
-              return { read: entries.length, prepared: yield* builder.prepare(entries) }
+              const requested = count
+              const entries = yield* untilStreamAnswers("read", stream.read(consumer, { count: requested, blockMs: READ_BLOCK_MS }))
+              count = nextBatchCount(entries, count, settings)
+              return { full: entries.length >= requested, read: entries.length, prepared: yield* builder.prepare(entries) }
             })
           let next = yield* Effect.forkChild(readNext(0))
           while (true) {
             const batch = yield* Fiber.join(next)
-            const ahead = batch.read >= settings.builderBatchSize && !held.stopped
+            const ahead = batch.full && !held.stopped
             if (ahead) next = yield* Effect.forkChild(readNext(0))
             if (batch.read > 0) yield* builder.commit(record, batch.prepared)
             if (ahead) continue
@@ -96,15 +99,18 @@ export const BuilderWorkers = Layer.effectDiscard(Effect.gen(function*() {
           }
         })
       const reclaimer = `${name}-reclaimer`
+      let reclaimCount = settings.builderBatchSize
       const reclaim = Effect.gen(function*() {
         yield* Effect.sleep(reclaimEvery)
         if (held.stopped || !(yield* databaseAnswers)) return
         while (true) {
-          const entries = yield* stream.reclaim(reclaimer, { minIdleMs: settings.reclaimIdleMs, count: settings.builderBatchSize })
+          const requested = reclaimCount
+          const entries = yield* stream.reclaim(reclaimer, { minIdleMs: settings.reclaimIdleMs, count: requested })
           if (entries.length === 0) return
+          reclaimCount = nextBatchCount(entries, reclaimCount, settings)
           yield* Effect.logInfo("reclaimed idle captures", { count: entries.length, shard: index })
           yield* builder.process(recordOf("reclaimer"), entries)
-          if (entries.length < settings.builderBatchSize) return
+          if (entries.length < requested) return
         }
       }).pipe(Effect.catch((error) => Effect.logWarning("reclaim failed; retrying", { error: error.message })))
       const pruneConsumers = stream.pruneConsumers({ minIdleMs: Duration.toMillis(CONSUMER_IDLE_LIMIT) }).pipe(

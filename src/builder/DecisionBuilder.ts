@@ -124,6 +124,45 @@ export const classifyFailure = (error: unknown): Failure => {
 export const processConsumerName = () =>
   `${Os.hostname()}-${process.pid}-${Crypto.randomBytes(3).toString("hex")}`.replace(/[^\w.-]/g, "_")
 
+/**
+ * A batch cut into consecutive parts of at most `budget` payload characters (a capture larger than that is a part of
+ * its own): one transaction's statements carry each part, so a batch of large captures does not make one of hundreds
+ * of megabytes.
+ */
+export const byPayloadBytes = (items: ReadonlyArray<Pending>, budget: number): Array<ReadonlyArray<Pending>> => {
+  const parts: Array<Array<Pending>> = []
+  let part: Array<Pending> = []
+  let size = 0
+  for (const item of items) {
+    const bytes = item.entry.payload.length
+    if (part.length > 0 && size + bytes > budget) {
+      parts.push(part)
+      part = []
+      size = 0
+    }
+    part.push(item)
+    size += bytes
+  }
+  if (part.length > 0) parts.push(part)
+  return parts
+}
+
+/**
+ * How many captures to read next: `builderBatchSize`, or fewer after a read of large captures — as many as
+ * `builderBatchBytes` holds at their mean size — so that a batch of large captures is not read (and read ahead) whole
+ * into memory. An empty read keeps the last count.
+ */
+export const nextBatchCount = (
+  entries: ReadonlyArray<StreamEntry>,
+  last: number,
+  settings: { readonly builderBatchSize: number; readonly builderBatchBytes: number }
+): number => {
+  if (entries.length === 0) return last
+  let chars = 0
+  for (const entry of entries) chars += entry.payload.length
+  return Math.max(1, Math.min(settings.builderBatchSize, Math.floor(settings.builderBatchBytes / (chars / entries.length))))
+}
+
 /** The builder over the CaptureStream in context (a shard's, in BuilderWorkers): ack and dead letters go to it. */
 export const makeDecisionBuilder = Effect.gen(function*() {
   const settings = yield* LedgerConfig
@@ -264,8 +303,9 @@ export const makeDecisionBuilder = Effect.gen(function*() {
     return { pending, deadLettered, released: 0 } satisfies PreparedBatch
   })
 
-  const commit = Effect.fn("DecisionBuilder.commit")(function*(record: string, prepared: PreparedBatch) {
-    const stored = yield* store(record, prepared.pending)
+  /** One transaction's share of a batch: stored, then acknowledged. */
+  const commitPart = Effect.fnUntraced(function*(record: string, items: ReadonlyArray<Pending>) {
+    const stored = yield* store(record, items)
     if (stored.committed.length > 0) {
       yield* untilStreamAnswers("ack", stream.ack(stored.committed.map((item) => item.entry.id)))
       for (const item of stored.committed) failures.delete(item.entry.id)
@@ -278,12 +318,19 @@ export const makeDecisionBuilder = Effect.gen(function*() {
       }
     }
     yield* Metric.update(decisionsBuilt, stored.inserted.size)
-    return {
-      built: stored.inserted.size,
-      duplicates: stored.committed.length - stored.inserted.size,
-      deadLettered: prepared.deadLettered + stored.deadLettered,
-      released: prepared.released + stored.released.length
-    } satisfies BatchOutcome
+    return stored
+  })
+
+  const commit = Effect.fn("DecisionBuilder.commit")(function*(record: string, prepared: PreparedBatch) {
+    const outcome = { built: 0, duplicates: 0, deadLettered: prepared.deadLettered, released: prepared.released }
+    for (const part of byPayloadBytes(prepared.pending, settings.builderBatchBytes)) {
+      const stored = yield* commitPart(record, part)
+      outcome.built += stored.inserted.size
+      outcome.duplicates += stored.committed.length - stored.inserted.size
+      outcome.deadLettered += stored.deadLettered
+      outcome.released += stored.released.length
+    }
+    return outcome satisfies BatchOutcome
   })
 
   const process = (record: string, entries: ReadonlyArray<StreamEntry>) =>

@@ -64,6 +64,11 @@ export interface LedgerSettings {
   readonly builderConsumers: number
   readonly builderBatchSize: number
   /**
+   * the most capture payload a builder reads at once and one transaction carries (LEDGER_BUILDER_BATCH_MB): after
+   * large captures it reads fewer, and a batch over it commits in several transactions (a larger capture goes alone)
+   */
+  readonly builderBatchBytes: number
+  /**
    * how long a consumer waits after a batch smaller than `builderBatchSize` before it reads again: captures gather
    * into fewer, larger transactions (the database's work per decision falls), decisions appear at most this much later
    */
@@ -289,7 +294,8 @@ export const settingsConfig: Config.Config<LedgerSettings> = Config.all({
   streamGroup: Config.String("LEDGER_STREAM_GROUP").pipe(Config.withDefault("ledger-builders")),
   maxDeliveries: Config.Int("LEDGER_MAX_DELIVERIES").pipe(Config.withDefault(5)),
   builderConsumers: Config.Int("LEDGER_BUILDER_CONSUMERS").pipe(Config.withDefault(1)),
-  builderBatchSize: Config.Int("LEDGER_BUILDER_BATCH_SIZE").pipe(Config.withDefault(500)),
+  builderBatchSize: Config.option(Config.Int("LEDGER_BUILDER_BATCH_SIZE")),
+  builderBatchMb: Config.Number("LEDGER_BUILDER_BATCH_MB").pipe(Config.withDefault(32)),
   builderLingerMs: Config.Int("LEDGER_BUILDER_LINGER_MS").pipe(Config.withDefault(100)),
   reclaimIdleMs: Config.Int("LEDGER_RECLAIM_IDLE_MS").pipe(Config.withDefault(60_000)),
   gatewayMaxBodyBytes: Config.Int("LEDGER_GATEWAY_MAX_BODY_BYTES").pipe(Config.withDefault(10 * 1024 * 1024)),
@@ -350,7 +356,9 @@ export const settingsConfig: Config.Config<LedgerSettings> = Config.all({
     streamGroup: c.streamGroup,
     maxDeliveries: c.maxDeliveries,
     builderConsumers: c.builderConsumers,
-    builderBatchSize: c.builderBatchSize,
+    // embedded PGlite runs a statement on the serving thread: its batches stay short
+    builderBatchSize: Option.getOrElse(c.builderBatchSize, () => (Option.isSome(c.databaseUrl) ? 4_000 : 500)),
+    builderBatchBytes: Math.max(1, c.builderBatchMb * 1024 * 1024),
     builderLingerMs: Math.max(0, c.builderLingerMs),
     reclaimIdleMs: c.reclaimIdleMs,
     gatewayMaxBodyBytes: c.gatewayMaxBodyBytes,

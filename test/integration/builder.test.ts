@@ -220,6 +220,31 @@ describe("DecisionBuilder", () => {
     }
   )
 
+  // a budget of two and a half captures of the shape published below: batches commit two captures a transaction
+  const payloadChars = captureJson({ tenant_id: Crypto.randomUUID(), workspace_id: Crypto.randomUUID(), user_id: Crypto.randomUUID(), key_id: Crypto.randomUUID() }, { agent_id: "agent-b", started_at: T0 }).length
+  layer(builderStack("postgres", { builderBatchBytes: Math.floor(payloadChars * 2.5) }), { timeout: 120_000, excludeTestServices: true })(
+    "a batch larger than LEDGER_BUILDER_BATCH_MB",
+    (it) => {
+      it.effect("commits in transactions within the budget, in order, and acknowledges each after its commit", () =>
+        Effect.gen(function*() {
+          const identity = yield* newWorkspace()
+          const stream = yield* CaptureStream
+          const sql = yield* SqlClient.SqlClient
+          const ids = yield* publish(Array.from({ length: 9 }, (_, i) => captureJson(identity, { agent_id: "agent-b", started_at: T0 + i * MINUTE })))
+          const outcome = yield* (yield* DecisionBuilder).process("bytes-test/0.0", yield* stream.read("bytes-test", { count: 20, blockMs: 0 }))
+          assert.deepStrictEqual(outcome, { built: 9, duplicates: 0, deadLettered: 0, released: 0 })
+          assert.strictEqual((yield* stream.stats).pending, 0)
+          // rows of one transaction share its xmin: five transactions (2 + 2 + 2 + 2 + 1), chained in the order read
+          const rows = yield* sql<{ xid: string; created_at: Date }>`SELECT xmin::text AS xid, created_at FROM decisions
+            WHERE tenant_id = ${identity.tenant_id} ORDER BY seq`
+          assert.strictEqual(rows.length, ids.length)
+          assert.strictEqual(new Set(rows.map((row) => row.xid)).size, 5)
+          assert.deepStrictEqual(rows.map((row) => row.created_at.getTime()), ids.map((_, i) => T0 + i * MINUTE))
+          assert.deepStrictEqual(yield* recount, [])
+        }))
+    }
+  )
+
   layer(builderStack("postgres", { builderConsumers: 1, builderBatchSize: 5, builderLingerMs: 0 }), { timeout: 120_000, excludeTestServices: true })(
     "a consumer reading ahead",
     (it) => {

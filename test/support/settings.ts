@@ -34,6 +34,7 @@ export const testSettings = (overrides: Partial<LedgerSettings> = {}): LedgerSet
   maxDeliveries: 5,
   builderConsumers: 2,
   builderBatchSize: 500,
+  builderBatchBytes: 32 * 1024 * 1024,
   // builds show at once: tests wait for decisions one call at a time
   builderLingerMs: 0,
   reclaimIdleMs: 60_000,

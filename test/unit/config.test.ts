@@ -1,4 +1,4 @@
-/** Settings read from the environment where they combine several variables: the OpenID Connect provider. */
+/** Settings read from the environment where they combine several variables: the OpenID Connect provider, batch sizes. */
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, ConfigProvider, Effect, Exit, Option, Redacted } from "effect"
 import { settingsConfig } from "../../src/config/LedgerConfig.ts"
@@ -6,6 +6,15 @@ import { settingsConfig } from "../../src/config/LedgerConfig.ts"
 const read = (env: Record<string, string>) => Effect.exit(settingsConfig.parse(ConfigProvider.fromEnvRecord(env)))
 
 describe("LedgerConfig", () => {
+  it.effect("LEDGER_BUILDER_BATCH_SIZE: 4,000 with PostgreSQL, 500 embedded (on the serving thread), or as set; LEDGER_BUILDER_BATCH_MB", () =>
+    Effect.gen(function*() {
+      const batch = (env: Record<string, string>) =>
+        Effect.map(read(env), (exit) => Exit.isSuccess(exit) ? [exit.value.builderBatchSize, exit.value.builderBatchBytes] : String(exit.cause))
+      assert.deepStrictEqual(yield* batch({ DATABASE_URL: "postgres://ledger@db/ledger" }), [4_000, 32 * 1024 * 1024])
+      assert.deepStrictEqual(yield* batch({}), [500, 32 * 1024 * 1024])
+      assert.deepStrictEqual(yield* batch({ LEDGER_BUILDER_BATCH_SIZE: "1000", LEDGER_BUILDER_BATCH_MB: "8" }), [1_000, 8 * 1024 * 1024])
+    }))
+
   it.effect("LEDGER_OIDC_*: none by default; read together; refused when incomplete, not a URL, or plain http off loopback", () =>
     Effect.gen(function*() {
       const none = yield* read({})

@@ -10,9 +10,8 @@ import type { WorkspaceScope } from "../../domain/principal.ts"
 import { texts, uuids } from "../../store/arrays.ts"
 
 /**
- * Decisions read and written per transaction, as many as the builder's batch (LEDGER_BUILDER_BATCH_SIZE). Each batch
- * also costs a fixed ~10 ms of statements, transactions and round trips: 500 rather than 200 a batch made the
- * catch-up ~10 % faster (bench/RESULTS.md, "Analytics catch-up").
+ * Decisions read and written per transaction. Each batch also costs a fixed ~10 ms of statements, transactions and
+ * round trips: 500 rather than 200 a batch made the catch-up ~10 % faster (bench/RESULTS.md, "Analytics catch-up").
  */
 const BATCH_SIZE = 500
 /** How far before the cursor the late-commit sweep looks: longer than any builder transaction lasts. */
