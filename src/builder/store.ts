@@ -678,7 +678,10 @@ export const storeBatch = (
     const groups = groupByWorkspace(batch.map((decision) => decision.reconstruction))
     if (groups.length === 0) return { inserted: new Set<string>() }
     const prepared = new Map(batch.map((decision) => [decision.reconstruction.capture.ledger_id, decision.prepared]))
-    const locks = groups.flatMap(({ items, scope }) => items.map((item) => agentLockKey(scope, item.capture.agent_id)))
+    // one key per agent, not per decision: a batch of thousands holds a few hundred agents
+    const locks = groups.flatMap(({ items, scope }) =>
+      [...new Set(items.map((item) => item.capture.agent_id))].map((agent) => agentLockKey(scope, agent))
+    )
     const tenantSql = yield* TenantSql
     return yield* tenantSql.write(
       groups[0]!.scope,
