@@ -124,17 +124,30 @@ export const chainHasher = (secret: Uint8Array): ChainHasher => {
     end += prevHash.length
     inner.set(rawHash, end)
     end += rawHash.length
-    outer.set(Crypto.hash("sha256", inner.subarray(0, end), "buffer"), BLOCK)
+    outer.write(Crypto.hash("sha256", inner.subarray(0, end), "binary"), BLOCK, "binary")
     return Crypto.hash("sha256", outer, "buffer")
   }
 }
 
-/** sha256 of the text as UTF-8 (one-shot: the builder hashes every raw exchange it stores) */
-const sha256 = (text: string | null) => (text === null ? ABSENT : Crypto.hash("sha256", text, "buffer"))
+/**
+ * The three parts' digests, side by side, reused: a digest as a byte string ("binary") written in costs ~0.8 µs less
+ * than three digest Buffers and their concatenation (the builder hashes every raw exchange it stores).
+ */
+const rawParts = Buffer.alloc(3 * HASH_BYTES)
+
+/** Puts the sha256 of the text as UTF-8 (32 zero bytes for an absent part) at `at` in rawParts. */
+const putDigest = (text: string | null, at: number) => {
+  if (text === null) rawParts.set(ABSENT, at)
+  else rawParts.write(Crypto.hash("sha256", text, "binary"), at, "binary")
+}
 
 /** sha256 over the digests of the stored request, response and context (an absent part counts as 32 zero bytes). */
-export const rawHash = (request: string, response: string | null, context: string | null): Buffer =>
-  Crypto.hash("sha256", Buffer.concat([sha256(request), sha256(response), sha256(context)]), "buffer")
+export const rawHash = (request: string, response: string | null, context: string | null): Buffer => {
+  putDigest(request, 0)
+  putDigest(response, HASH_BYTES)
+  putDigest(context, 2 * HASH_BYTES)
+  return Crypto.hash("sha256", rawParts, "buffer")
+}
 
 /** `rawHash` computed by Postgres from the stored columns (verification hashes where the text is). */
 export const RAW_HASH_SQL = `sha256(sha256(convert_to(raw_request, 'UTF8'))
