@@ -28,7 +28,7 @@ import { backoff } from "../supervision/supervise.ts"
 import type { ContentPolicy } from "../domain/contentPolicy.ts"
 import type { WorkspaceScope } from "../domain/principal.ts"
 import { afterDerivation, beforeDerivation, ContentPolicies } from "./ContentPolicies.ts"
-import { decodeEntry, reconstruct, type StorableCapture, UnbuildableCapture } from "./reconstruct.ts"
+import { decodedEntry, reconstruction, rejection, type StorableCapture, UnbuildableCapture } from "./reconstruct.ts"
 import { IntegrityKeys } from "../integrity/IntegrityKeys.ts"
 import { type StorableDecision, storable, storeBatch } from "./store.ts"
 import { yieldEvery } from "./yielding.ts"
@@ -268,9 +268,11 @@ export const makeDecisionBuilder = Effect.gen(function*() {
         deadLettered++
         continue
       }
-      const capture = yield* Effect.result(decodeEntry(entry.payload))
+      // effects only for what fails: two per capture cost the builder ~0.5 µs a capture (its profile)
+      const capture = decodedEntry(entry.payload)
       if (Result.isFailure(capture)) {
-        yield* deadLetter(entry, capture.failure.message)
+        const why = capture.failure ?? (yield* Effect.flip(rejection(entry.payload)))
+        yield* deadLetter(entry, why.message)
         deadLettered++
         continue
       }
@@ -286,13 +288,15 @@ export const makeDecisionBuilder = Effect.gen(function*() {
     for (const [index, { entry, capture }] of decoded.entries()) {
       yield* yieldEvery(index)
       const policy = policies.success.get(workspaceKey(capture))!
-      const built = yield* Effect.result(reconstruct(beforeDerivation(capture, policy)).pipe(
-        Effect.flatMap((reconstruction) => Effect.try({
-          try: () => storable(afterDerivation(reconstruction, policy)),
-          catch: (error) =>
-            new UnbuildableCapture({ message: `the decision's row could not be prepared: ${error instanceof Error ? error.message : String(error)}` })
-        }))
-      ))
+      const built = Result.flatMap(reconstruction(beforeDerivation(capture, policy)), (derived) => {
+        try {
+          return Result.succeed(storable(afterDerivation(derived, policy)))
+        } catch (error) {
+          return Result.fail(new UnbuildableCapture({
+            message: `the decision's row could not be prepared: ${error instanceof Error ? error.message : String(error)}`
+          }))
+        }
+      })
       if (Result.isFailure(built)) {
         yield* deadLetter(entry, built.failure.message)
         deadLettered++

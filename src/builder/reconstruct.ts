@@ -3,7 +3,7 @@
  * store → the decision's derived parts. The same functions serve the builder (from the stream) and `ledger rebuild`
  * (from stored rows).
  */
-import { Effect, Exit, Schema } from "effect"
+import { Effect, Exit, Result, Schema } from "effect"
 import { Capture, captureUsage, decodeCapture } from "../domain/capture.ts"
 import type { Derivation } from "../domain/decision.ts"
 import { readCall } from "./derive/read.ts"
@@ -52,7 +52,7 @@ export class UnbuildableCapture extends Schema.TaggedError<UnbuildableCapture>()
 const oneLine = (text: string) => text.replace(/\s*\n\s*/g, " ")
 
 /** Why a payload is not a capture the ledger can store, checked step by step for the dead letter's reason. */
-const rejection = (payload: string): Effect.Effect<never, UnbuildableCapture> =>
+export const rejection = (payload: string): Effect.Effect<never, UnbuildableCapture> =>
   decodeCapture(payload).pipe(
     Effect.mapError((error) => new UnbuildableCapture({ message: `invalid capture: ${oneLine(error.message)}` })),
     Effect.flatMap((capture) =>
@@ -69,16 +69,26 @@ const rejection = (payload: string): Effect.Effect<never, UnbuildableCapture> =>
  * is decoded again, step by step, to say why (two passes cost the builder ~8 µs a capture; bench/RESULTS.md, "Scale").
  */
 export const decodeEntry = (payload: string): Effect.Effect<StorableCapture, UnbuildableCapture> => {
+  const decoded = decodedEntry(payload)
+  if (Result.isSuccess(decoded)) return Effect.succeed(decoded.success)
+  return decoded.failure === undefined ? rejection(payload) : Effect.fail(decoded.failure)
+}
+
+/**
+ * `decodeEntry` without an effect, for the builder's loop over a batch (an effect per capture costs there): the
+ * capture, or why it cannot be stored — `undefined` when only the step-by-step decoding (`decodeEntry`) can say why.
+ */
+export const decodedEntry = (payload: string): Result.Result<StorableCapture, UnbuildableCapture | undefined> => {
   const value = parseJson(payload)
   const decoded = value === undefined ? undefined : decodeStorableValue(value)
-  if (decoded === undefined || Exit.isFailure(decoded)) return rejection(payload)
+  if (decoded === undefined || Exit.isFailure(decoded)) return Result.fail(undefined)
   const capture = decoded.value
   return capture.ended_at - capture.started_at > MAX_DURATION_MS
-    ? Effect.fail(new UnbuildableCapture({ message: "capture cannot be stored: the call lasted longer than 24 days" }))
+    ? Result.fail(new UnbuildableCapture({ message: "capture cannot be stored: the call lasted longer than 24 days" }))
     // Postgres prints uuids in lowercase: keep them so, so ids compare equal in memory and in the database.
     // Timings may carry fractions of a millisecond (the gateway measures with a monotonic clock); the ledger
     // keeps whole milliseconds, so every sum and comparison below is exact.
-    : Effect.succeed({
+    : Result.succeed({
       ...capture,
       usage: captureUsage(capture),
       started_at: Math.round(capture.started_at),
@@ -111,22 +121,25 @@ export interface Reconstruction {
  * capture is dead-lettered with the error, to be replayed once the derivation is fixed.
  */
 export const reconstruct = (capture: StorableCapture): Effect.Effect<Reconstruction, UnbuildableCapture> =>
-  Effect.try({
-    try: () => {
-      const call = readCall(capture)
-      const derivation = deriveFromCall(capture, call)
-      return {
-        capture,
-        derivation,
-        subjects: [...extractSubjectsFromCall(derivation, call), ...sourceSubjects(capture.source)],
-        responseId: call.responseId ?? null,
-        continues: call.continues ?? null,
-        joined: capture.context != null
-      }
-    },
-    catch: (error) =>
-      new UnbuildableCapture({ message: `derivation failed: ${error instanceof Error ? error.message : String(error)}` })
-  })
+  Effect.fromResult(reconstruction(capture))
+
+/** `reconstruct` without an effect, for the builder's loop over a batch. */
+export const reconstruction = (capture: StorableCapture): Result.Result<Reconstruction, UnbuildableCapture> => {
+  try {
+    const call = readCall(capture)
+    const derivation = deriveFromCall(capture, call)
+    return Result.succeed({
+      capture,
+      derivation,
+      subjects: [...extractSubjectsFromCall(derivation, call), ...sourceSubjects(capture.source)],
+      responseId: call.responseId ?? null,
+      continues: call.continues ?? null,
+      joined: capture.context != null
+    })
+  } catch (error) {
+    return Result.fail(new UnbuildableCapture({ message: `derivation failed: ${error instanceof Error ? error.message : String(error)}` }))
+  }
+}
 
 /** Facts about the call the rows and rollups share. */
 export const callFacts = ({ capture, derivation }: Pick<Reconstruction, "capture" | "derivation">) => ({
