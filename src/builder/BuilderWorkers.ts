@@ -19,7 +19,8 @@ import { IntegrityKeys } from "../integrity/IntegrityKeys.ts"
 import { ScopedSql, TenantSql } from "../store/TenantSql.ts"
 import { every, supervise } from "../supervision/supervise.ts"
 import { ContentPolicies } from "./ContentPolicies.ts"
-import { type DecisionBuilder, makeDecisionBuilder, nextBatchCount, processConsumerName, untilStreamAnswers } from "./DecisionBuilder.ts"
+import { nextBatchCount } from "./batchSizing.ts"
+import { type DecisionBuilder, makeDecisionBuilder, processConsumerName, untilStreamAnswers } from "./DecisionBuilder.ts"
 import { pruneThroughput } from "./store.ts"
 
 /** Waiting for a blocked read; short enough that shutdown and giving up a shard are prompt. */

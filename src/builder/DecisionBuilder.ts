@@ -31,6 +31,7 @@ import { afterDerivation, beforeDerivation, ContentPolicies } from "./ContentPol
 import { decodedEntry, reconstruction, rejection, type StorableCapture, UnbuildableCapture } from "./reconstruct.ts"
 import { IntegrityKeys } from "../integrity/IntegrityKeys.ts"
 import { type StorableDecision, storable, storeBatch } from "./store.ts"
+import { byPayloadBytes } from "./batchSizing.ts"
 import { yieldEvery } from "./yielding.ts"
 
 /** What one batch came to. */
@@ -123,45 +124,6 @@ export const classifyFailure = (error: unknown): Failure => {
 /** `host-pid-random`: unique per process, so builders on several machines share the group without clashing. */
 export const processConsumerName = () =>
   `${Os.hostname()}-${process.pid}-${Crypto.randomBytes(3).toString("hex")}`.replace(/[^\w.-]/g, "_")
-
-/**
- * A batch cut into consecutive parts of at most `budget` payload characters (a capture larger than that is a part of
- * its own): one transaction's statements carry each part, so a batch of large captures does not make one of hundreds
- * of megabytes.
- */
-export const byPayloadBytes = (items: ReadonlyArray<Pending>, budget: number): Array<ReadonlyArray<Pending>> => {
-  const parts: Array<Array<Pending>> = []
-  let part: Array<Pending> = []
-  let size = 0
-  for (const item of items) {
-    const bytes = item.entry.payload.length
-    if (part.length > 0 && size + bytes > budget) {
-      parts.push(part)
-      part = []
-      size = 0
-    }
-    part.push(item)
-    size += bytes
-  }
-  if (part.length > 0) parts.push(part)
-  return parts
-}
-
-/**
- * How many captures to read next: `builderBatchSize`, or fewer after a read of large captures — as many as
- * `builderBatchBytes` holds at their mean size — so that a batch of large captures is not read (and read ahead) whole
- * into memory. An empty read keeps the last count.
- */
-export const nextBatchCount = (
-  entries: ReadonlyArray<StreamEntry>,
-  last: number,
-  settings: { readonly builderBatchSize: number; readonly builderBatchBytes: number }
-): number => {
-  if (entries.length === 0) return last
-  let chars = 0
-  for (const entry of entries) chars += entry.payload.length
-  return Math.max(1, Math.min(settings.builderBatchSize, Math.floor(settings.builderBatchBytes / (chars / entries.length))))
-}
 
 /** The builder over the CaptureStream in context (a shard's, in BuilderWorkers): ack and dead letters go to it. */
 export const makeDecisionBuilder = Effect.gen(function*() {

@@ -3,12 +3,12 @@
  * count it reads next, and the transactions a batch read is cut into.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { byPayloadBytes, nextBatchCount, type Pending } from "../../src/builder/DecisionBuilder.ts"
+import { byPayloadBytes, nextBatchCount } from "../../src/builder/batchSizing.ts"
 import type { StreamEntry } from "../../src/capture/CaptureStream.ts"
 
 const entry = (id: string, chars: number) => ({ id, payload: "x".repeat(chars), deliveries: 1 }) as StreamEntry
-const pending = (id: string, chars: number) => ({ entry: entry(id, chars) }) as unknown as Pending
-const ids = (parts: ReadonlyArray<ReadonlyArray<Pending>>) => parts.map((part) => part.map((item) => item.entry.id))
+const pending = (id: string, chars: number) => ({ entry: entry(id, chars) })
+const ids = (parts: ReadonlyArray<ReadonlyArray<{ readonly entry: StreamEntry }>>) => parts.map((part) => part.map((item) => item.entry.id))
 
 describe("builder batch sizing", () => {
   it("cuts a batch into consecutive parts within the budget; a capture larger than it goes alone", () => {
