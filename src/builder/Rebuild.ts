@@ -202,7 +202,7 @@ export class Rebuilder extends Context.Service<Rebuilder, {
                 // built_at moves so that consumers following it (analytics) see the new derivation
                 yield* sql`
                   UPDATE decisions d SET title = v.title, intent = v.intent, outcome = v.outcome, cost_usd = v.cost_usd,
-                    quality = v.quality, confidence = v.confidence, derivation = v.derivation::jsonb,
+                    quality = v.quality, confidence = v.confidence, derivation = v.derivation::json,
                     subjects = v.subjects::jsonb, built_at = clock_timestamp()
                   FROM UNNEST(${uuids(updates.map((u) => u.ledger_id))}, ${texts(updates.map((u) => u.title))},
                     ${texts(updates.map((u) => u.intent))}, ${texts(updates.map((u) => u.outcome))},

@@ -244,7 +244,7 @@ const linkSuccessors = (inserted: ReadonlyArray<Reconstruction>) =>
     // built_at moves, so consumers following it (analytics) see the decision changed
     yield* sql`
       UPDATE decisions d SET previous_ledger_id = v.previous,
-        derivation = CASE WHEN v.trace IS NULL THEN d.derivation ELSE jsonb_set(d.derivation, '{logic_trace}', v.trace::jsonb) END,
+        derivation = CASE WHEN v.trace IS NULL THEN d.derivation ELSE jsonb_set(d.derivation::jsonb, '{logic_trace}', v.trace::jsonb)::json END,
         built_at = clock_timestamp()
       FROM UNNEST(${uuids(links.map((link) => link.ledger_id))}, ${uuids(links.map((link) => link.previous))},
         ${texts(links.map((link) => link.trace))}) AS v(ledger_id, previous, trace)
@@ -363,7 +363,7 @@ const insertDecisions = (scope: WorkspaceScope, items: ReadonlyArray<Reconstruct
         built_at, recorded_at, seq, prev_hash, hash, raw_hash, chain_key)
       SELECT ledger_id, ${scope.tenant_id}::uuid, ${scope.workspace_id}::uuid, user_id, key_id, agent_id, session_id,
         execution_id, created_at, provider, provider_type, model, stream, status, title, intent, outcome, cost_usd,
-        quality, confidence, latency_ms, first_token_ms, usage::jsonb, derivation::jsonb, subjects::jsonb, raw_request,
+        quality, confidence, latency_ms, first_token_ms, usage::jsonb, derivation::json, subjects::jsonb, raw_request,
         raw_response, error::jsonb, aborted, upstream_ms, capture_version, captured_at, api, response_id,
         previous_response_id, previous_ledger_id, raw_context, source::jsonb, clock_timestamp(), recorded_at, seq,
         decode(prev_hash, 'hex'), decode(hash, 'hex'), decode(raw_hash, 'hex'), ${links[0]?.chain_key ?? 0}

@@ -77,7 +77,7 @@ interface Key {
 const START: Key = { created_at: "-infinity", ledger_id: "00000000-0000-0000-0000-000000000000" }
 
 /** Score reasons can quote the answer (the least likely token): they go with the other texts. */
-const withoutReasons = (score: string) => `jsonb_set(d.derivation->'${score}', '{reasons}', '[]'::jsonb)`
+const withoutReasons = (score: string) => `jsonb_set((d.derivation->'${score}')::jsonb, '{reasons}', '[]'::jsonb)`
 
 /** The derivation a tombstone keeps: its labels, cost and score values, every text emptied. */
 const ERASED_DERIVATION = `jsonb_build_object('outcome', d.derivation->'outcome', 'intent', d.derivation->'intent',

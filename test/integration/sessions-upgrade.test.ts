@@ -4,19 +4,12 @@
  * decisions.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { PgClient, PgMigrator } from "@effect/sql-pg"
-import { NodeServices } from "@effect/platform-node"
+import { PgClient } from "@effect/sql-pg"
 import { Effect, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Crypto from "node:crypto"
-import { migrations } from "../../src/store/migrations/index.ts"
 import { testDatabase } from "../support/db.ts"
-
-const migrate = (upTo: string) =>
-  PgMigrator.run({
-    loader: PgMigrator.fromRecord(Object.fromEntries(Object.entries(migrations).filter(([id]) => id < upTo))),
-    table: "ledger_migrations"
-  }).pipe(Effect.provide(NodeServices.layer))
+import { migrateBefore } from "../support/migrate.ts"
 
 describe("sessions upgrade", () => {
   it.effect("each session stored before migration 0023 gets its earliest decision as its first", () =>
@@ -35,7 +28,7 @@ describe("sessions upgrade", () => {
         { session: two, id: Crypto.randomUUID(), minute: 9, title: "last of two" }
       ]
       yield* Effect.gen(function*() {
-        yield* migrate("0023")
+        yield* migrateBefore("0023")
         const sql = yield* SqlClient.SqlClient
         yield* sql`INSERT INTO tenants (tenant_id, name) VALUES (${tenant}, 'old-co')`
         yield* sql`INSERT INTO workspaces (workspace_id, tenant_id, name) VALUES (${workspace}, ${tenant}, 'ops')`
@@ -53,7 +46,7 @@ describe("sessions upgrade", () => {
               ${at}, 'openai', 'openai', 'gpt-4o', false, 200, ${call.title}, 'answer', 'success', 0.5, 0.5, 900, '{}'::jsonb,
               '{}', 'answer', 2, ${at})`
         }
-        yield* migrate("9999")
+        yield* migrateBefore("9999")
         const rows = yield* sql<{ session_id: string; first_ledger_id: string | null; first_at: Date | null; first_title: string | null }>`
           SELECT session_id::text AS session_id, first_ledger_id::text AS first_ledger_id, first_at, first_title FROM sessions`
         const bySession = new Map(rows.map((row) => [row.session_id, row]))

@@ -21,8 +21,7 @@ export const BUILT_COLUMNS = `d.ledger_id::text AS ledger_id, d.session_id::text
   d.created_at, d.built_at, d.provider, d.model, d.title, d.intent, d.outcome, d.cost_usd, d.quality, d.latency_ms, d.status,
   coalesce((d.usage->>'total_tokens')::int, 0) AS total_tokens,
   coalesce((d.usage->>'completion_tokens')::int, 0) AS completion_tokens,
-  jsonb_build_object('evidence', d.derivation->'evidence', 'findings', d.derivation->'findings',
-    'artifacts', d.derivation->'artifacts') AS derivation,
+  d.derivation,
   d.api, d.raw_request, d.raw_response, d.subjects`
 
 /** A position in build order: `built_at` as text (microseconds kept) and the ledger id. */

@@ -27,6 +27,7 @@ import { searchStatistics } from "./0020_search_statistics.ts"
 import { postingBlocks } from "./0021_posting_blocks.ts"
 import { searchCompression } from "./0022_search_compression.ts"
 import { sessionFirst } from "./0023_session_first.ts"
+import { derivationJson } from "./0024_derivation_json.ts"
 
 /** Ordered migrations; ids never change once released (the database records them). */
 export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
@@ -52,5 +53,6 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0020_search_statistics": searchStatistics,
   "0021_posting_blocks": postingBlocks,
   "0022_search_compression": searchCompression,
-  "0023_session_first": sessionFirst
+  "0023_session_first": sessionFirst,
+  "0024_derivation_json": derivationJson
 }
