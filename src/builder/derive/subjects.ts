@@ -98,6 +98,10 @@ export const extractSubjectsFromCall = (derivation: Derivation, call: ChatCall):
     perKind.set(kind, count + 1)
     subjects.push({ kind, key, label })
   }
+  const addTable = (table: string) => {
+    const key = unquote(table).toLowerCase()
+    if (!NOT_TABLES.has(key)) add("table", key, table)
+  }
 
   const userTexts = call.messages.filter((message) => message.role === "user").map((message) => message.text)
   const toolArguments = [
@@ -106,8 +110,10 @@ export const extractSubjectsFromCall = (derivation: Derivation, call: ChatCall):
   ]
   const texts = [...userTexts, call.answer.text, ...toolArguments]
 
+  const proses: Array<string> = []
   for (const text of texts) {
     const { prose, blocks } = splitFences(text)
+    proses.push(prose)
     // Each pattern below is tried only when the text has what any match must contain: most texts have no
     // ticket, issue number or service name, and scanning them with the full patterns is the costly part.
     const mayHaveTicket = TICKET_HINT.test(text)
@@ -132,13 +138,9 @@ export const extractSubjectsFromCall = (derivation: Derivation, call: ChatCall):
     for (const [, service] of SERVICE_HINT.test(text) ? text.matchAll(SERVICE) : []) {
       if (!NOT_SERVICE_PREFIXES.has(service!.split("-")[0]!.toLowerCase())) add("service", service!.toLowerCase(), service!)
     }
-    const sqlTexts = [
-      ...Array.from(text.matchAll(TABLE)),
-      ...blocks.filter((block) => block.language === "sql").flatMap((block) => Array.from(block.content.matchAll(TABLE_ANY_CASE)))
-    ]
-    for (const [, table] of sqlTexts) {
-      const key = unquote(table!).toLowerCase()
-      if (!NOT_TABLES.has(key)) add("table", key, table!)
+    for (const [, table] of text.matchAll(TABLE)) addTable(table!)
+    for (const block of blocks) {
+      if (block.language === "sql") for (const [, table] of block.content.matchAll(TABLE_ANY_CASE)) addTable(table!)
     }
     for (const [, name] of text.matchAll(FUNCTION)) add("function", name!, name!)
   }
@@ -148,8 +150,9 @@ export const extractSubjectsFromCall = (derivation: Derivation, call: ChatCall):
   }
 
   const functionNames = new Set(subjects.filter((subject) => subject.kind === "function").map((subject) => subject.key))
-  for (const text of userTexts) {
-    for (const [topic] of splitFences(text).prose.matchAll(TOPIC)) {
+  // the user texts come first in `texts`
+  for (const prose of proses.slice(0, userTexts.length)) {
+    for (const [topic] of prose.matchAll(TOPIC)) {
       const key = topic.toLowerCase()
       if (!NOT_TOPICS.has(key) && !functionNames.has(topic)) add("topic", key, topic)
     }

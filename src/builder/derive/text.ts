@@ -18,7 +18,15 @@ export const truncate = (text: string, max: number): string => {
 /** A trimmed excerpt for display in trace steps and evidence. */
 export const excerpt = (text: string): string => truncate(text.trim(), EXCERPT_CHARS)
 
-export const collapseWhitespace = (text: string): string => text.replace(/\s+/g, " ").trim()
+/** Whitespace that collapsing changes: any but a space, or two in a row (what `\s+` → " " leaves alone otherwise). */
+const UNCOLLAPSED = /[^\S ]| {2}/
+
+/**
+ * Runs of whitespace as one space, trimmed. Most texts the derivation collapses (sentences, titles) have single spaces
+ * only, and `replace` would copy them whole for nothing: they take a test and the trim.
+ */
+export const collapseWhitespace = (text: string): string =>
+  (UNCOLLAPSED.test(text) ? text.replace(/\s+/g, " ") : text).trim()
 
 /** One-shot `hash`: a Hash object per call cost the builder ~3 µs a decision more (bench/RESULTS.md, "Scale"). */
 export const sha256Hex = (text: string): string => hash("sha256", text, "hex")
