@@ -18,7 +18,7 @@ import type { LogicStep } from "../domain/decision.ts"
 import type { DatabaseUnavailable } from "../domain/errors.ts"
 import { type SessionRollup, sessionSummary } from "../domain/sessionSummary.ts"
 import { ScopedSql, TenantSql } from "../store/TenantSql.ts"
-import { bools, floats, ints, texts, times, uuids, zipped } from "../store/arrays.ts"
+import { bools, byteas, floats, ints, texts, times, uuids, zipped } from "../store/arrays.ts"
 import { IntegrityKeys } from "../integrity/IntegrityKeys.ts"
 import { type ChainDraft, chainDraft, type ChainHead, type ChainLink, chainLinks, headUpdate, lockChain } from "./chaining.ts"
 import { continueTrace } from "./derive/trace.ts"
@@ -310,7 +310,7 @@ const insertDecisions = (scope: WorkspaceScope, items: ReadonlyArray<Reconstruct
     const facts = items.map(callFacts)
     const column = <A>(f: (item: Reconstruction, i: number) => A) => items.map(f)
     const links = items.map((item) => linkOf(item.capture.ledger_id))
-    const hex = (pick: (link: ChainLink) => Buffer) => texts(links.map((link) => pick(link).toString("hex")))
+    const digests = (pick: (link: ChainLink) => Buffer) => byteas(links.map(pick))
     // every column but tenant, workspace, built_at and chain_key (the same for the whole group), in the table's order
     const values = {
       ledger_id: uuids(column(({ capture }) => capture.ledger_id)),
@@ -351,9 +351,9 @@ const insertDecisions = (scope: WorkspaceScope, items: ReadonlyArray<Reconstruct
       source: texts(column(({ capture }) => capture.source === undefined ? null : pgJson(capture.source))),
       recorded_at: times(links.map((link) => link.recorded_at)),
       seq: floats(links.map((link) => link.seq)),
-      prev_hash: hex((link) => link.prev_hash),
-      hash: hex((link) => link.hash),
-      raw_hash: hex((link) => link.raw_hash)
+      prev_hash: digests((link) => link.prev_hash),
+      hash: digests((link) => link.hash),
+      raw_hash: digests((link) => link.raw_hash)
     }
     const rows = yield* sql<{ ledger_id: string }>`
       WITH inserted AS (INSERT INTO decisions (ledger_id, tenant_id, workspace_id, user_id, key_id, agent_id, session_id, execution_id,
@@ -366,7 +366,7 @@ const insertDecisions = (scope: WorkspaceScope, items: ReadonlyArray<Reconstruct
         quality, confidence, latency_ms, first_token_ms, usage::jsonb, derivation::json, subjects::jsonb, raw_request,
         raw_response, error::jsonb, aborted, upstream_ms, capture_version, captured_at, api, response_id,
         previous_response_id, previous_ledger_id, raw_context, source::jsonb, clock_timestamp(), recorded_at, seq,
-        decode(prev_hash, 'hex'), decode(hash, 'hex'), decode(raw_hash, 'hex'), ${links[0]?.chain_key ?? 0}
+        prev_hash, hash, raw_hash, ${links[0]?.chain_key ?? 0}
       FROM ${zipped(sql, values)} AS v
       RETURNING ledger_id),
       head AS (${headUpdate(sql, scope, head)}),

@@ -17,6 +17,8 @@ export const floats = (values: ReadonlyArray<number | null>) => array(values, Pg
 /** float4 (`real`) elements */
 export const reals = (values: ReadonlyArray<number>) => array(values, PgTypes.OID.float4)
 export const bools = (values: ReadonlyArray<boolean>) => array(values, PgTypes.OID.bool)
+/** bytea elements, sent as they are (no hex text to print here and decode there) */
+export const byteas = (values: ReadonlyArray<Uint8Array>) => array(values, PgTypes.OID.bytea)
 /** timestamptz elements from epoch milliseconds */
 export const times = (values: ReadonlyArray<number | null>) =>
   array(values.map((ms) => (ms === null ? null : new Date(ms))), PgTypes.OID.timestamptz)
