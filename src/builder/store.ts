@@ -355,7 +355,7 @@ const insertDecisions = (scope: WorkspaceScope, items: ReadonlyArray<Reconstruct
       hash: digests((link) => link.hash),
       raw_hash: digests((link) => link.raw_hash)
     }
-    const rows = yield* sql<{ ledger_id: string }>`
+    const [counted] = yield* sql<{ inserted: number }>`
       WITH inserted AS (INSERT INTO decisions (ledger_id, tenant_id, workspace_id, user_id, key_id, agent_id, session_id, execution_id,
         created_at, provider, provider_type, model, stream, status, title, intent, outcome, cost_usd, quality, confidence,
         latency_ms, first_token_ms, usage, derivation, subjects, raw_request, raw_response, error, aborted, upstream_ms,
@@ -368,16 +368,16 @@ const insertDecisions = (scope: WorkspaceScope, items: ReadonlyArray<Reconstruct
         previous_response_id, previous_ledger_id, raw_context, source::jsonb, clock_timestamp(), recorded_at, seq,
         prev_hash, hash, raw_hash, ${links[0]?.chain_key ?? 0}
       FROM ${zipped(sql, values)} AS v
-      RETURNING ledger_id),
+      RETURNING 1),
       head AS (${headUpdate(sql, scope, head)}),
       counted AS (INSERT INTO pipeline_throughput (second, consumer, decisions)
         VALUES (date_trunc('second', clock_timestamp()), ${placement.consumer}, ${items.length})
         ON CONFLICT (second, consumer) DO UPDATE SET decisions = pipeline_throughput.decisions + EXCLUDED.decisions)
-      SELECT ledger_id FROM inserted`
-    if (rows.length !== items.length) {
-      return yield* Effect.die(new Error(`chained ${items.length} decisions but inserted ${rows.length}; the batch is retried`))
+      SELECT count(*)::int AS inserted FROM inserted`
+    // a count, not the ids: thousands of rows back would be read while the locks are held
+    if (counted?.inserted !== items.length) {
+      return yield* Effect.die(new Error(`chained ${items.length} decisions but inserted ${counted?.inserted}; the batch is retried`))
     }
-    return new Set(rows.map((row) => row.ledger_id))
   })
 
 /**
