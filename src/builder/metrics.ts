@@ -19,3 +19,8 @@ export const builderRetries = Metric.counter("ledger_builder_retries_total", {
   description: "batch writes retried after a database failure",
   incremental: true
 })
+export const lockWait = Metric.counter("ledger_builder_lock_wait_seconds_total", {
+  description: "time batches waited to take their agents' locks, held meanwhile by other consumers' batches: while it grows " +
+    "about as fast as time itself, the consumers take turns, and more builders over the same agents will not build faster",
+  incremental: true
+})

@@ -10,7 +10,7 @@
  *   group, its rows `zipped` from parallel arrays: sessions and agents, then the decisions, last, because they take
  *   the workspace's chain (chaining.ts) whose lock serialises every builder writing to the workspace until commit.
  */
-import { Clock, Effect } from "effect"
+import { Clock, Effect, Metric } from "effect"
 import type { SqlError } from "effect/sql"
 import * as Crypto from "node:crypto"
 import { captureApi } from "../domain/capture.ts"
@@ -22,6 +22,7 @@ import { bools, byteas, floats, ints, texts, times, uuids, zipped } from "../sto
 import { IntegrityKeys } from "../integrity/IntegrityKeys.ts"
 import { type ChainDraft, chainDraft, type ChainHead, type ChainLink, chainLinks, headUpdate, lockChain } from "./chaining.ts"
 import { continueTrace } from "./derive/trace.ts"
+import { lockWait } from "./metrics.ts"
 import { callFacts, pgJson, pgText, type Reconstruction } from "./reconstruct.ts"
 import { earlierFirst, type KnownSession, type PlannedCall, planSessions } from "./sessions.ts"
 import type { WorkspaceScope } from "../domain/principal.ts"
@@ -686,7 +687,9 @@ export const storeBatch = (
     return yield* tenantSql.write(
       groups[0]!.scope,
       Effect.gen(function*() {
+        const asked = yield* Clock.currentTimeNanos
         yield* lockAgents(locks)
+        yield* Metric.update(lockWait, Number((yield* Clock.currentTimeNanos) - asked) / 1e9)
         const inserted = new Set<string>()
         for (const [index, { items, scope }] of groups.entries()) {
           if (index > 0) yield* tenantSql.rescope(scope)

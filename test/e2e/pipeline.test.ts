@@ -95,5 +95,6 @@ describe("pipeline: gateway → stream → builder → query layer", () => {
       }
       assert.match(metrics, /^ledger_decisions_built_total [1-9]/m)
       assert.match(metrics, /^ledger_build_latency_seconds_bucket\{le="\+Inf"\} [1-9]/m)
+      assert.match(metrics, /^ledger_builder_lock_wait_seconds_total \d/m)
     }).pipe(Effect.scoped), 60_000)
 })

@@ -4,12 +4,13 @@
  * batch going on), the maxDeliveries rule, and the consumer loops with the reclaimer.
  */
 import { assert, describe, layer } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Metric } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Crypto from "node:crypto"
 import { BuilderWorkers } from "../../src/builder/BuilderWorkers.ts"
 import { ContentPolicies } from "../../src/builder/ContentPolicies.ts"
 import { classifyFailure, DecisionBuilder } from "../../src/builder/DecisionBuilder.ts"
+import { lockWait } from "../../src/builder/metrics.ts"
 import { CaptureShards } from "../../src/capture/CaptureShards.ts"
 import { derive } from "../../src/builder/derive/derive.ts"
 import { extractSubjects } from "../../src/builder/derive/subjects.ts"
@@ -256,6 +257,7 @@ describe("DecisionBuilder", () => {
           const sql = yield* SqlClient.SqlClient
           // another transaction holds the agent's lock: the consumer's first batch waits for it
           const release = yield* holdAgentLock(scope, "agent-r")
+          const waitedBefore = (yield* Metric.value(lockWait)).count
           yield* Layer.build(BuilderWorkers.pipe(Layer.provide(Layer.mergeAll(CaptureShards.single, ContentPolicies.layer))))
           const ids = yield* publish(Array.from({ length: 15 }, (_, i) =>
             captureJson(identity, { agent_id: "agent-r", started_at: T0 + i * MINUTE, variant: i })))
@@ -271,6 +273,8 @@ describe("DecisionBuilder", () => {
           yield* eventually("all built and acknowledged", Effect.gen(function*() {
             return (yield* count)[0]!.n === 15 && (yield* stream.stats).pending === 0
           }), 20)
+          // the wait shows on /metrics: contention between builders is visible to whoever scales them
+          assert.isAtLeast((yield* Metric.value(lockWait)).count - waitedBefore, 0.3)
           // chained in the order published
           const chained = yield* sql<{ seq: string; created_at: Date }>`SELECT seq, created_at FROM decisions
             WHERE tenant_id = ${identity.tenant_id} ORDER BY seq`
