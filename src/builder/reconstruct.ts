@@ -142,7 +142,10 @@ export const reconstruction = (capture: StorableCapture): Result.Result<Reconstr
 }
 
 /** Facts about the call the rows and rollups share. */
-export const callFacts = ({ capture, derivation }: Pick<Reconstruction, "capture" | "derivation">) => ({
+export const callFacts = ({ capture, derivation }: {
+  readonly capture: StorableCapture
+  readonly derivation: Pick<Derivation, "outcome"> & { readonly cost: Pick<Derivation["cost"], "total_usd"> }
+}) => ({
   latencyMs: Math.max(0, capture.ended_at - capture.started_at),
   firstTokenMs: capture.first_token_at === null ? null : Math.max(0, capture.first_token_at - capture.started_at),
   costUsd: derivation.cost.total_usd,

@@ -24,6 +24,7 @@ import { type ChainDraft, chainDraft, type ChainHead, type ChainLink, chainLinks
 import { continueTrace } from "./derive/trace.ts"
 import { lockWait } from "./metrics.ts"
 import { callFacts, pgJson, pgText, type Reconstruction } from "./reconstruct.ts"
+import type { Derivation } from "../domain/decision.ts"
 import { earlierFirst, type KnownSession, type PlannedCall, planSessions } from "./sessions.ts"
 import type { WorkspaceScope } from "../domain/principal.ts"
 
@@ -60,8 +61,8 @@ interface LoadedSession extends KnownSession {
 const groupKey = (scope: WorkspaceScope) => `${scope.tenant_id}/${scope.workspace_id}`
 
 /** Calls of one group, deduplicated by ledger id (a capture published twice can land in one batch). */
-const groupByWorkspace = (batch: ReadonlyArray<Reconstruction>) => {
-  const groups = new Map<string, { scope: WorkspaceScope; items: Map<string, Reconstruction> }>()
+const groupByWorkspace = (batch: ReadonlyArray<HeldReconstruction>) => {
+  const groups = new Map<string, { scope: WorkspaceScope; items: Map<string, HeldReconstruction> }>()
   for (const item of batch) {
     const key = groupKey(item.capture)
     const group = groups.get(key) ?? { scope: item.capture, items: new Map() }
@@ -74,7 +75,7 @@ const groupByWorkspace = (batch: ReadonlyArray<Reconstruction>) => {
   }))
 }
 
-const callEnd = (item: Reconstruction) => item.capture.started_at + callFacts(item).latencyMs
+const callEnd = (item: HeldReconstruction) => item.capture.started_at + callFacts(item).latencyMs
 
 /** What the builder reads of a session `s`: its identity, span and rollup, with its first decision (migration 0023). */
 const SESSION_COLUMNS = `s.session_id, s.agent_id, s.execution_id, s.started_at, s.ended_at,
@@ -83,7 +84,7 @@ const SESSION_COLUMNS = `s.session_id, s.agent_id, s.execution_id, s.started_at,
   s.first_ledger_id, s.first_at, s.first_title`
 
 /** The sessions the items may touch: their executions', those within the gap, and the ones they continue (`followed`). */
-const loadSessions = (items: ReadonlyArray<Reconstruction>, gapMs: number, followed: ReadonlyArray<string>) =>
+const loadSessions = (items: ReadonlyArray<HeldReconstruction>, gapMs: number, followed: ReadonlyArray<string>) =>
   Effect.gen(function*() {
     const sql = yield* ScopedSql
     // one probe per execution, and one window per agent for its gap-grouped calls
@@ -171,12 +172,15 @@ interface Link {
  * when it is the same agent's and names no execution of its own, and its trace opens with the turns it continues.
  * A predecessor not built yet leaves the call unlinked (sessions by execution or gap, its own turns only).
  */
-const linkChains = (items: ReadonlyArray<Reconstruction>) =>
+const linkChains = (items: ReadonlyArray<HeldReconstruction>) =>
   Effect.gen(function*() {
     const links = new Map<string, Link>()
-    const continued = items.filter((item) => item.continues !== null)
+    // only Responses API calls continue another, and only a Responses API answer can be continued (`whole` is theirs)
+    const continued = items.filter((item) => item.continues !== null && item.whole !== undefined)
     if (continued.length === 0) return { items, links }
-    const byResponse = new Map(items.flatMap((item) => (item.responseId === null ? [] : [[item.responseId, item] as const])))
+    const byResponse = new Map(items.flatMap((item) =>
+      item.responseId === null || item.whole === undefined ? [] : [[item.responseId, item] as const]
+    ))
     const missing = [...new Set(continued.flatMap((item) => (byResponse.has(item.continues!) ? [] : [item.continues!])))]
     const sql = yield* ScopedSql
     const stored = missing.length === 0 ? [] : yield* sql<{
@@ -188,20 +192,21 @@ const linkChains = (items: ReadonlyArray<Reconstruction>) =>
     }>`
       SELECT q.id AS response_id, x.ledger_id, x.session_id, x.agent_id, x.trace FROM unnest(${texts(missing)}) AS q(id)
       CROSS JOIN LATERAL (SELECT d.ledger_id, d.session_id, d.agent_id, d.derivation->'logic_trace' AS trace
-        FROM decisions d WHERE d.response_id = q.id ORDER BY d.created_at DESC LIMIT 1) x`
+        FROM decisions d WHERE d.response_id = q.id AND d.api = 'responses' ORDER BY d.created_at DESC LIMIT 1) x`
     const storedBy = new Map(stored.map((row) => [row.response_id, row]))
     // in time order, so a predecessor in the batch has its own earlier turns joined before its successor reads them
-    const joined = new Map<string, Reconstruction>()
+    const joined = new Map<string, HeldReconstruction>()
     for (const item of [...items].sort((a, b) => a.capture.started_at - b.capture.started_at)) {
-      const inBatch = item.continues === null ? undefined : byResponse.get(item.continues)
+      const { continues, whole } = item
+      const inBatch = continues === null ? undefined : byResponse.get(continues)
       const fromBatch = inBatch === undefined || inBatch === item ? undefined : joined.get(inBatch.capture.ledger_id) ?? inBatch
-      const fromStore = item.continues === null ? undefined : storedBy.get(item.continues)
-      const predecessor = fromBatch !== undefined
-        ? { ledger_id: fromBatch.capture.ledger_id, agent_id: fromBatch.capture.agent_id, trace: fromBatch.derivation.logic_trace, follows: { ledger_id: fromBatch.capture.ledger_id } }
+      const fromStore = continues === null ? undefined : storedBy.get(continues)
+      const predecessor = fromBatch?.whole !== undefined
+        ? { ledger_id: fromBatch.capture.ledger_id, agent_id: fromBatch.capture.agent_id, trace: fromBatch.whole.logic_trace, follows: { ledger_id: fromBatch.capture.ledger_id } }
         : fromStore !== undefined
         ? { ledger_id: fromStore.ledger_id, agent_id: fromStore.agent_id, trace: fromStore.trace ?? [], follows: { session_id: fromStore.session_id } }
         : undefined
-      if (predecessor === undefined) {
+      if (predecessor === undefined || whole === undefined) {
         joined.set(item.capture.ledger_id, item)
         continue
       }
@@ -209,7 +214,7 @@ const linkChains = (items: ReadonlyArray<Reconstruction>) =>
       links.set(item.capture.ledger_id, { previous: predecessor.ledger_id, follows: sameAgent ? predecessor.follows : undefined })
       joined.set(
         item.capture.ledger_id,
-        item.joined ? item : { ...item, derivation: { ...item.derivation, logic_trace: continueTrace(predecessor.trace, item.derivation.logic_trace) } }
+        item.joined ? item : { ...item, whole: { ...whole, logic_trace: continueTrace(predecessor.trace, whole.logic_trace) } }
       )
     }
     return { items: items.map((item) => joined.get(item.capture.ledger_id)!), links }
@@ -221,11 +226,11 @@ const linkChains = (items: ReadonlyArray<Reconstruction>) =>
  * continue open their trace with it. Their sessions need no change: a chain's calls follow each other closely, and a
  * predecessor built later joins its successor's session by the inactivity gap, or the execution they share.
  */
-const linkSuccessors = (inserted: ReadonlyArray<Reconstruction>) =>
+const linkSuccessors = (inserted: ReadonlyArray<HeldReconstruction>) =>
   Effect.gen(function*() {
     // only a Responses API answer can be continued (`previous_response_id`): chat and Messages batches skip the probe
-    const predecessors = new Map(inserted.flatMap((item) =>
-      item.responseId === null || captureApi(item.capture) !== "responses" ? [] : [[item.responseId, item] as const]
+    const predecessors = new Map(inserted.flatMap(({ capture, responseId, whole }) =>
+      responseId === null || whole === undefined ? [] : [[responseId, { capture, trace: whole.logic_trace }] as const]
     ))
     if (predecessors.size === 0) return
     const sql = yield* ScopedSql
@@ -239,7 +244,7 @@ const linkSuccessors = (inserted: ReadonlyArray<Reconstruction>) =>
       return {
         ledger_id: row.ledger_id,
         previous: predecessor.capture.ledger_id,
-        trace: row.joined ? null : pgJson(continueTrace(predecessor.derivation.logic_trace, row.trace ?? []))
+        trace: row.joined ? null : pgJson(continueTrace(predecessor.trace, row.trace ?? []))
       }
     })
     // built_at moves, so consumers following it (analytics) see the decision changed
@@ -252,39 +257,84 @@ const linkSuccessors = (inserted: ReadonlyArray<Reconstruction>) =>
       WHERE d.ledger_id = v.ledger_id`
   })
 
+/** What the transaction reads of a derivation: the row's columns and the rollups' figures. */
+export interface HeldDerivation {
+  readonly title: string
+  readonly intent: Derivation["intent"]
+  readonly outcome: Derivation["outcome"]
+  readonly cost: { readonly total_usd: number | null }
+  readonly quality: { readonly value: number }
+  readonly confidence: { readonly value: number }
+}
+
 /**
- * What a decision's row holds that no lock decides: what its chain hash covers apart from its place, and its largest
- * JSON texts. Computed before the batch's transaction (by a consumer while its previous batch commits), so none of it
- * runs while the batch holds its locks.
+ * A reconstruction as its batch holds it until commit. A batch of thousands outlives several young-generation
+ * collections, and each copies what it still holds: whole derivations (trace, evidence, scores' reasons) were about a
+ * third of a short decision's copied bytes and most of its objects (bench/RESULTS.md, "What a batch holds").
+ */
+export interface HeldReconstruction extends Omit<Reconstruction, "derivation" | "subjects"> {
+  readonly derivation: HeldDerivation
+  /**
+   * The whole derivation of a Responses API call, the one kind a call continues (`previous_response_id`): the
+   * transaction may open its trace with the turns it continues (linkChains) or read its trace for a successor built
+   * before it (linkSuccessors). Undefined for the others.
+   */
+  readonly whole: Derivation | undefined
+}
+
+/**
+ * What a decision's row holds that no lock decides: what its chain hash covers apart from its place, and its JSON
+ * texts. Computed before the batch's transaction (by a consumer while its previous batch commits), so none of it
+ * runs while the batch holds its locks. The texts are kept as UTF-8 bytes, outside the JavaScript heap, which
+ * collections do not copy (a text with one character beyond Latin-1, such as an intent reason's arrow, takes two
+ * bytes a character there); they are what the driver would have encoded anyway.
  */
 interface Prepared {
   readonly draft: ChainDraft
   /** the derivation the JSON text is of: a call that continues another gets a new one, its trace joined (linkChains) */
-  readonly derivationOf: Reconstruction["derivation"]
-  readonly derivation: string
-  readonly subjects: string
+  readonly derivationOf: Derivation | undefined
+  readonly derivation: Buffer
+  readonly subjects: Buffer
 }
 
 /** A reconstruction and its row's prepared parts: what `storeBatch` stores. */
 export interface StorableDecision {
-  readonly reconstruction: Reconstruction
+  readonly reconstruction: HeldReconstruction
   readonly prepared: Prepared
 }
 
-/** Prepares a reconstruction's row (see Prepared). */
-export const storable = (reconstruction: Reconstruction): StorableDecision => ({
-  reconstruction,
-  prepared: {
-    draft: chainDraft(reconstruction.capture, reconstruction),
-    derivationOf: reconstruction.derivation,
-    derivation: pgJson(reconstruction.derivation),
-    subjects: pgJson(reconstruction.subjects)
+/** JSON text for a json or jsonb column as UTF-8 bytes, sent as bytea (`convert_from(…, 'UTF8')` in SQL). */
+const jsonBytes = (value: unknown) => Buffer.from(pgJson(value))
+
+/** Prepares a reconstruction's row (see Prepared) and what its batch holds of it until commit (HeldReconstruction). */
+export const storable = (reconstruction: Reconstruction): StorableDecision => {
+  const { derivation, subjects, ...call } = reconstruction
+  const whole = captureApi(call.capture) === "responses" ? derivation : undefined
+  return {
+    reconstruction: {
+      ...call,
+      whole,
+      derivation: whole ?? {
+        title: derivation.title,
+        intent: derivation.intent,
+        outcome: derivation.outcome,
+        cost: { total_usd: derivation.cost.total_usd },
+        quality: { value: derivation.quality.value },
+        confidence: { value: derivation.confidence.value }
+      }
+    },
+    prepared: {
+      draft: chainDraft(call.capture, reconstruction),
+      derivationOf: whole,
+      derivation: jsonBytes(derivation),
+      subjects: jsonBytes(subjects)
+    }
   }
-})
+}
 
 /** The derivation's JSON text: the one prepared, unless the derivation changed since. */
-const derivationJson = (prepared: Prepared, item: Reconstruction) =>
-  prepared.derivationOf === item.derivation ? prepared.derivation : pgJson(item.derivation)
+const derivationJson = (prepared: Prepared, item: HeldReconstruction) =>
+  item.whole === prepared.derivationOf ? prepared.derivation : jsonBytes(item.whole)
 
 /** Where a group's new decisions go: their sessions, predecessors and chain links, and who built them. */
 interface Placement {
@@ -304,12 +354,12 @@ interface Placement {
  * (probed under the agents' locks), so an insert that returns fewer rows fails the batch: a skipped row would break
  * the chain it was numbered into.
  */
-const insertDecisions = (scope: WorkspaceScope, items: ReadonlyArray<Reconstruction>, placement: Placement) =>
+const insertDecisions = (scope: WorkspaceScope, items: ReadonlyArray<HeldReconstruction>, placement: Placement) =>
   Effect.gen(function*() {
     const sql = yield* ScopedSql
     const { head, linkOf, preparedOf, previousOf, sessionOf } = placement
     const facts = items.map(callFacts)
-    const column = <A>(f: (item: Reconstruction, i: number) => A) => items.map(f)
+    const column = <A>(f: (item: HeldReconstruction, i: number) => A) => items.map(f)
     const links = items.map((item) => linkOf(item.capture.ledger_id))
     const digests = (pick: (link: ChainLink) => Buffer) => byteas(links.map(pick))
     // every column but tenant, workspace, built_at and chain_key (the same for the whole group), in the table's order
@@ -335,8 +385,8 @@ const insertDecisions = (scope: WorkspaceScope, items: ReadonlyArray<Reconstruct
       latency_ms: ints(facts.map((fact) => fact.latencyMs)),
       first_token_ms: ints(facts.map((fact) => fact.firstTokenMs)),
       usage: texts(column(({ capture }) => capture.usage === null ? null : pgJson(capture.usage))),
-      derivation: texts(column((item) => derivationJson(preparedOf(item.capture.ledger_id), item))),
-      subjects: texts(column(({ capture }) => preparedOf(capture.ledger_id).subjects)),
+      derivation: byteas(column((item) => derivationJson(preparedOf(item.capture.ledger_id), item))),
+      subjects: byteas(column(({ capture }) => preparedOf(capture.ledger_id).subjects)),
       raw_request: texts(column(({ capture }) => pgText(capture.request))),
       raw_response: texts(column(({ capture }) => capture.response === null ? null : pgText(capture.response))),
       error: texts(column(({ capture }) => capture.error === null ? null : pgJson(capture.error))),
@@ -364,7 +414,8 @@ const insertDecisions = (scope: WorkspaceScope, items: ReadonlyArray<Reconstruct
         built_at, recorded_at, seq, prev_hash, hash, raw_hash, chain_key)
       SELECT ledger_id, ${scope.tenant_id}::uuid, ${scope.workspace_id}::uuid, user_id, key_id, agent_id, session_id,
         execution_id, created_at, provider, provider_type, model, stream, status, title, intent, outcome, cost_usd,
-        quality, confidence, latency_ms, first_token_ms, usage::jsonb, derivation::json, subjects::jsonb, raw_request,
+        quality, confidence, latency_ms, first_token_ms, usage::jsonb, convert_from(derivation, 'UTF8')::json,
+        convert_from(subjects, 'UTF8')::jsonb, raw_request,
         raw_response, error::jsonb, aborted, upstream_ms, capture_version, captured_at, api, response_id,
         previous_response_id, previous_ledger_id, raw_context, source::jsonb, clock_timestamp(), recorded_at, seq,
         prev_hash, hash, raw_hash, ${links[0]?.chain_key ?? 0}
@@ -468,7 +519,7 @@ const agentsUpsert = (sql: ScopedSql["Service"], scope: WorkspaceScope, deltas: 
       last_seen_at = GREATEST(agents.last_seen_at, EXCLUDED.last_seen_at)`
 }
 
-const addToRollup = (rollup: SessionRollup | undefined, item: Reconstruction): SessionRollup => {
+const addToRollup = (rollup: SessionRollup | undefined, item: HeldReconstruction): SessionRollup => {
   const facts = callFacts(item)
   const start = item.capture.started_at
   const first = { at: start, ledger_id: item.capture.ledger_id, title: item.derivation.title }
@@ -501,9 +552,9 @@ const foldRollups = (into: SessionRollup | undefined, from: SessionRollup | unde
  * this is for a call that went through the gateway and is also in the client's transcript, which usually comes
  * second.)
  */
-const withoutTurnsRecorded = (items: ReadonlyArray<Reconstruction>) =>
+const withoutTurnsRecorded = (items: ReadonlyArray<HeldReconstruction>) =>
   Effect.gen(function*() {
-    const isTurn = (item: Reconstruction) => item.capture.source !== undefined && item.responseId !== null
+    const isTurn = (item: HeldReconstruction) => item.capture.source !== undefined && item.responseId !== null
     if (!items.some(isTurn)) return items
     const sql = yield* ScopedSql
     const recorded = new Set(items.flatMap((item) => (isTurn(item) || item.responseId === null ? [] : [item.responseId])))
@@ -527,7 +578,7 @@ const CLOCK_MARGIN_MS = 7 * 24 * 60 * 60 * 1000
 /** Builds one group (one tenant/workspace) inside the batch's transaction, after `rescope`. */
 const storeGroup = (
   scope: WorkspaceScope,
-  group: ReadonlyArray<Reconstruction>,
+  group: ReadonlyArray<HeldReconstruction>,
   options: { readonly gapMs: number; readonly consumer: string; readonly prepared: ReadonlyMap<string, Prepared> }
 ) =>
   Effect.gen(function*() {

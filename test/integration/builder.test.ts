@@ -120,6 +120,24 @@ const suite = (backend: "postgres" | "pglite") =>
         const [row] = yield* sql<{ previous: string | null }>`
           SELECT previous_ledger_id::text AS previous FROM decisions WHERE ledger_id = ${second.ledger_id}::uuid`
         assert.strictEqual(row!.previous, first.ledger_id)
+
+        // in one batch: a call continuing a stored one, one continuing it in the batch, and one naming a chat
+        // completion's id (only a Responses answer is continued: it links to nothing)
+        const third = responsesCall(T0 + 2 * MINUTE, "resp_third", "Who owns it?", "resp_second")
+        const fourth = responsesCall(T0 + 3 * MINUTE, "resp_fourth", "Page them.", "resp_third")
+        const chat = { ...realisticCapture(identity, { agent_id: "agent-codex", started_at: T0 + 4 * MINUTE, variant: 0 }) }
+        const chatId = JSON.parse(chat.response!).id as string
+        const stray = responsesCall(T0 + 5 * MINUTE, "resp_stray", "And then?", chatId)
+        yield* publishAndBuild([fourth, chat, third, stray].map((call) => JSON.stringify(call)))
+        const rows = yield* sql<{ ledger_id: string; previous: string | null; turns: number }>`
+          SELECT ledger_id::text, previous_ledger_id::text AS previous, json_array_length(derivation->'logic_trace') AS turns
+          FROM decisions WHERE ledger_id = ANY(${[second, third, fourth, stray].map((call) => call.ledger_id)}::uuid[])`
+        const by = new Map(rows.map((r) => [r.ledger_id, r]))
+        assert.strictEqual(by.get(third.ledger_id)!.previous, second.ledger_id)
+        assert.strictEqual(by.get(fourth.ledger_id)!.previous, third.ledger_id)
+        assert.strictEqual(by.get(stray.ledger_id)!.previous, null)
+        // each trace opens with the turns it continues: two a call
+        assert.deepStrictEqual([second, third, fourth, stray].map((call) => by.get(call.ledger_id)!.turns), [4, 6, 8, 2])
       }))
 
     it.effect("what cannot be built goes to the dead letters with the reason, and the batch goes on", () =>
