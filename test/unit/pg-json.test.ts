@@ -1,0 +1,27 @@
+/**
+ * pgJson: JSON text PostgreSQL's jsonb takes — no NUL, no unpaired surrogate — whatever strings the value holds, and
+ * the plain JSON.stringify text when there is nothing to replace (its fast path skips the pattern without a `\u`).
+ */
+import { assert, describe, it } from "@effect/vitest"
+import * as fc from "fast-check"
+import { pgJson } from "../../src/builder/reconstruct.ts"
+
+/** Strings of the characters that matter: NUL and control characters, both halves of a pair, a backslash and `u`. */
+const tricky = fc.array(
+  fc.constantFrom("a", "u", "\\", "\\u", "\u0000", "\u0001", "\n", "\"", "\ud83d", "\ude00", "🤖", "→", "\u2028", "0"),
+  { maxLength: 24 }
+).map((parts) => parts.join(""))
+
+describe("pgJson", () => {
+  it("is JSON of the value with NUL as U+FFFD and unpaired surrogates as U+FFFD, and no more than that", () => {
+    fc.assert(fc.property(fc.array(tricky, { maxLength: 4 }), (strings) => {
+      const value = { strings, nested: { text: strings.join("") } }
+      const text = pgJson(value)
+      const clean = (s: string) => s.replaceAll("\u0000", "\ufffd").toWellFormed()
+      assert.deepStrictEqual(JSON.parse(text), { strings: strings.map(clean), nested: { text: clean(strings.join("")) } })
+      assert.notMatch(text, /\\u0000/)
+      assert.notMatch(text, /\\ud[89ab][0-9a-f]{2}(?!\\ud[c-f])|(?<!\\ud[89ab][0-9a-f]{2})\\ud[c-f][0-9a-f]{2}/i)
+      if (strings.every((s) => s === clean(s))) assert.strictEqual(text, JSON.stringify(value))
+    }), { numRuns: 5_000 })
+  })
+})
