@@ -59,6 +59,19 @@ describe("chain hash", () => {
     )
   })
 
+  it("the encoding is the documented one, byte for byte (every chain stored so far was hashed over it)", () => {
+    const f = { ...facts("agent→\"x\"", { output_tokens: 2, input_tokens: 5 }), model: "gpt-5" }
+    assert.strictEqual(
+      encodeFacts(f),
+      "ledger-chain/1\n" +
+        `["00000000-0000-4000-8000-000000000001","00000000-0000-4000-8000-000000000002",7,1,` +
+        `"00000000-0000-4000-8000-000000000003","00000000-0000-4000-8000-000000000004",` +
+        `"00000000-0000-4000-8000-000000000005","agent→\\"x\\"",null,"openai","openai","gpt-5","responses",true,200,false,` +
+        `1764000000000,1764000000321,1764000000400,null,321,300,"resp_1",null,2]\n` +
+        `{"input_tokens":5,"output_tokens":2}\nnull`
+    )
+  })
+
   it("lone surrogates are hashed as U+FFFD, as a string update of an Hmac does", () => {
     const secret = Crypto.randomBytes(32)
     const f = facts("a\uD800b\uDFFF", { "\uD83D": 1 })
