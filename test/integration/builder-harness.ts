@@ -18,6 +18,7 @@ import type { LedgerSettings } from "../../src/config/LedgerConfig.ts"
 import { Credentials } from "../../src/auth/Credentials.ts"
 import type { WorkspaceScope } from "../../src/domain/principal.ts"
 import { TenantSql } from "../../src/store/TenantSql.ts"
+import { eventually } from "../support/eventually.ts"
 import { spawnOnFreePorts } from "../support/ports.ts"
 import { type Backend, storeWithPoolLayer } from "../support/stack.ts"
 
@@ -233,6 +234,11 @@ export interface BuilderProcess {
   readonly exited: () => boolean
   /** Sends the signal and waits for the process to exit. */
   readonly kill: (signal: NodeJS.Signals) => Effect.Effect<void>
+  /**
+   * Kills it (SIGKILL) while it holds delivered, unacknowledged captures — `pending` counts them — and answers how
+   * many it left. It is stopped (SIGSTOP) before each look, so it cannot acknowledge between the look and the kill.
+   */
+  readonly killHolding: <E, R>(pending: Effect.Effect<number, E, R>) => Effect.Effect<number, E, R>
   /** A sample of its /metrics without labels (undefined when absent). */
   readonly metric: (name: string) => Effect.Effect<number | undefined>
 }
@@ -262,6 +268,19 @@ export const spawnBuilder = (env: Record<string, string>) =>
             if (child.exitCode === null && child.signalCode === null) child.kill(signal)
             await exit
             Fs.rmSync(dataDir, { recursive: true, force: true })
+          }),
+        killHolding: (pending) =>
+          Effect.gen(function*() {
+            let held = 0
+            yield* eventually("the builder holding a batch", Effect.gen(function*() {
+              child.kill("SIGSTOP")
+              // a failed look leaves it running (a stopped process would not stop on the scope's SIGTERM)
+              held = yield* pending.pipe(Effect.tapCause(() => Effect.sync(() => child.kill("SIGCONT"))))
+              if (held === 0) child.kill("SIGCONT")
+              return held > 0
+            }), 30)
+            yield* process_.kill("SIGKILL")
+            return held
           }),
         metric: (name) =>
           Effect.promise(async () => {

@@ -113,8 +113,7 @@ const killedMidBatch = (stack: typeof faultStack, on: string, streamRedis: Strea
         const publisher = yield* Effect.forkChild(publishLoad(identity, 2_400, { chunk: 60, everyMs: 25 }))
         // kill it while it holds delivered, unacknowledged captures: mid-batch
         yield* eventually("some decisions", Effect.map(decisionCount, (n) => n >= 300))
-        yield* eventually("the victim holding a batch", Effect.map(consumersOf(streamRedis, victim.pid), (pending) => pending > 0), 30)
-        yield* victim.kill("SIGKILL")
+        yield* victim.killHolding(consumersOf(streamRedis, victim.pid))
         const orphaned = yield* consumersOf(streamRedis, victim.pid)
         assert.isAbove(orphaned, 0, "the killed builder left captures pending")
 

@@ -166,8 +166,7 @@ const reshardedWhileKilled = (stack: typeof oneRedis, on: string) =>
         }))
 
         yield* eventually("some decisions", Effect.map(decisionCount, (n) => n >= 300))
-        yield* eventually("the victim holding a batch", Effect.map(pendingWith(victim.pid), (pending) => pending > 0), 30)
-        yield* victim.kill("SIGKILL")
+        yield* victim.killHolding(pendingWith(victim.pid))
         assert.isAbove(yield* pendingWith(victim.pid), 0, "the killed builder left captures pending")
 
         yield* Fiber.join(publisher)
