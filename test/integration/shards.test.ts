@@ -168,6 +168,9 @@ const reshardedWhileKilled = (stack: typeof oneRedis, on: string) =>
         yield* eventually("some decisions", Effect.map(decisionCount, (n) => n >= 300))
         yield* victim.killHolding(pendingWith(victim.pid))
         assert.isAbove(yield* pendingWith(victim.pid), 0, "the killed builder left captures pending")
+        // the victim may have drained the retired shards and lowered the record already; a line it logged in the last
+        // moments (logs are written in 25 ms batches) died with it
+        const loweredBeforeKill = (yield* after.recorded) === AFTER
 
         yield* Fiber.join(publisher)
         const published = [...idsOf(backlog), ...idsOf(live)]
@@ -193,8 +196,8 @@ const reshardedWhileKilled = (stack: typeof oneRedis, on: string) =>
         const metrics = Effect.promise(() => fetch(`http://127.0.0.1:${survivor.port}/metrics`).then((response) => response.text()))
         yield* eventually("per-shard lag on /metrics", Effect.map(metrics, (text) => /^ledger_stream_shard_lag\{shard="1"\} 0$/m.test(text)), 30)
         assert.match(survivor.logs(), /reclaimed idle captures/)
-        // whichever builder held the retired shards when they ran dry lowered the record
-        assert.match(victim.logs() + survivor.logs(), /capture stream shards beyond LEDGER_CAPTURE_SHARDS are drained/)
+        // the survivor lowered the record, and said so, if it was still up at the kill
+        if (!loweredBeforeKill) assert.match(survivor.logs(), /capture stream shards beyond LEDGER_CAPTURE_SHARDS are drained/)
         assert.match(survivor.logs(), /builder shards changed/)
         assert.isFalse(survivor.exited())
       }), 200_000)
