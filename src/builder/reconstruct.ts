@@ -4,6 +4,7 @@
  * (from stored rows).
  */
 import { Effect, Exit, Result, Schema } from "effect"
+import { SchemaJITCompiler } from "effect/schema"
 import { Capture, captureUsage, decodeCapture } from "../domain/capture.ts"
 import type { Derivation } from "../domain/decision.ts"
 import { readCall } from "./derive/read.ts"
@@ -40,6 +41,11 @@ export const StorableCapture = Schema.Struct({
   upstream_ms: Schema.Number.check(Schema.isBetween({ minimum: 0, maximum: MAX_DURATION_MS }))
 })
 export type StorableCapture = typeof StorableCapture.Type
+
+// Decoding is a builder's first step for every capture: Effect's JIT compiler makes the schema one generated function,
+// ~1 µs a capture against 5–8 µs interpreted (bench/RESULTS.md, "Decoding captures compiled"). What fails it is
+// explained by the interpreter, as before. Enabled here, before the decoders below first run.
+SchemaJITCompiler.enable(StorableCapture.ast)
 
 const decodeStorable = Schema.decodeUnknownEffect(StorableCapture)
 const decodeStorableValue = Schema.decodeUnknownExit(StorableCapture)
