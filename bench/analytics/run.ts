@@ -171,7 +171,7 @@ const program = Effect.gen(function*() {
     const started = performance.now()
     let materialized = 0
     for (let round = 1; ; round++) {
-      const { materialized: done } = yield* Materializer.use((m) => m.round)
+      const { materialized: done } = yield* Materializer.use((m) => m.round())
       materialized += done
       if (round % 5 === 1) yield* analyseDatabase(databaseUrl)
       console.log(`materialised ${materialized} (${Math.round(materialized / ((performance.now() - started) / 1000))}/s)`)

@@ -21,7 +21,7 @@
  * The CPU time the builder processes and their PostgreSQL backends spend in the steady part, per decision, gives the
  * rate two otherwise idle cores could sustain — a figure that holds up on a machine shared with other work.
  * Between the phases: the analytics materialiser in the builder processes yields while the builders have a backlog
- * (LEDGER_ANALYTICS_YIELD_BACKLOG); the time it and then the detectors take to catch up with the burst is reported,
+ * (LEDGER_ANALYTICS_YIELD_BACKLOG, LEDGER_ANALYTICS_YIELD_AGE_MS); the time it and then the detectors take to catch up with the burst is reported,
  * and phase 2 starts once they have (at most 5 minutes), so that phase measures a steady pipeline.
  * Phase 2, latency: `--latency-rate` captures/s for `--latency-seconds`, each stamped with its publish time as the
  * end of the call; latency is the decision's `built_at` (clock_timestamp() of its insert, a few ms before commit)
@@ -284,7 +284,7 @@ const program = Effect.gen(function*() {
       return
     }
 
-    // analytics yielded while the builders had a backlog (LEDGER_ANALYTICS_YIELD_BACKLOG): time its catch-up, so
+    // analytics yielded while the builders were behind (LEDGER_ANALYTICS_YIELD_*): time its catch-up, so
     // phase 2 measures a steady pipeline rather than that catch-up
     const materializedDuringBurst = yield* countMaterialized(sustainedWorkspaces)
     const catchUpStarted = Date.now()

@@ -147,6 +147,6 @@ export class Detectors extends Context.Service<Detectors, {
   static readonly fiber = Layer.effectDiscard(Effect.gen(function*() {
     const detectors = yield* Detectors
     const { analytics } = yield* LedgerConfig
-    yield* every("analytics-detectors", yield* yieldingToIngest("analytics-detectors", detectors.round), analytics.intervalMs)
+    yield* every("analytics-detectors", yield* yieldingToIngest("analytics-detectors", () => detectors.round), analytics.intervalMs)
   }))
 }

@@ -156,6 +156,6 @@ export class Embedder extends Context.Service<Embedder, {
       ),
       Effect.retry({ while: (error) => error._tag === "ModelCallFailed", schedule: backoff("1 second", "1 minute") })
     )
-    yield* every("analytics-embedder", yield* yieldingToIngest("analytics-embedder", patient), analytics.intervalMs)
+    yield* every("analytics-embedder", yield* yieldingToIngest("analytics-embedder", () => patient), analytics.intervalMs)
   }))
 }

@@ -69,9 +69,9 @@ interface Analysed {
 export class Materializer extends Context.Service<Materializer, {
   /**
    * One pass over every workspace whose analytics lease this process holds, a bounded number of batches each (what
-   * the fiber runs).
+   * the fiber runs); a workspace's batches stop early once `stopEarly` says so (asked between them), leaving it behind.
    */
-  readonly round: Effect.Effect<RoundOutcome, DatabaseUnavailable>
+  readonly round: (stopEarly?: Effect.Effect<boolean>) => Effect.Effect<RoundOutcome, DatabaseUnavailable>
   /** Materialises every decision built so far in every workspace (tests, tools); yields how many were new. */
   readonly catchUp: Effect.Effect<number, DatabaseUnavailable>
 }>()("ledger/analytics/Materializer") {
@@ -146,12 +146,13 @@ export class Materializer extends Context.Service<Materializer, {
         )
 
       /**
-       * Batches from the workspace's cursor on, until it is caught up or `limit` batches are written. Each batch is
-       * read and analysed while the one before it is written — the cursor of a read batch is known before its write
-       * commits —, so the process's analysis and PostgreSQL's writes overlap even in a workspace alone. The writes stay
-       * one after another: a batch's hand-offs look for the prints of the batches before it.
+       * Batches from the workspace's cursor on, until it is caught up, `limit` batches are written or `stopEarly` says
+       * so before the next one. Each batch is read and analysed while the one before it is written — the cursor of a
+       * read batch is known before its write commits —, so the process's analysis and PostgreSQL's writes overlap even
+       * in a workspace alone. The writes stay one after another: a batch's hand-offs look for the prints of the batches
+       * before it.
        */
-      const forward = (scope: WorkspaceScope, limit = Infinity) =>
+      const forward = (scope: WorkspaceScope, limit = Infinity, stopEarly: Effect.Effect<boolean> = Effect.succeed(false)) =>
         Effect.gen(function*() {
           let total = 0
           let batches = 0
@@ -159,7 +160,7 @@ export class Materializer extends Context.Service<Materializer, {
           for (;;) {
             if (batch.last === undefined) return { total, caughtUp: true }
             batches++
-            const ahead = batch.more && batches < limit ? nextBatch(scope, batch.last) : Effect.succeed(undefined)
+            const ahead = batch.more && batches < limit && !(yield* stopEarly) ? nextBatch(scope, batch.last) : Effect.succeed(undefined)
             const [fresh, next] = yield* Effect.all([store(scope, batch, batch.last), ahead], { concurrency: 2 })
             total += fresh
             if (!batch.more) return { total, caughtUp: true }
@@ -197,10 +198,10 @@ export class Materializer extends Context.Service<Materializer, {
           return total
         })
 
-      const workspaceRound = (scope: WorkspaceScope, repair: boolean) =>
+      const workspaceRound = (scope: WorkspaceScope, repair: boolean, stopEarly: Effect.Effect<boolean>) =>
         Effect.gen(function*() {
           const swept = repair ? yield* sweep(scope) : 0
-          const { caughtUp, total } = yield* forward(scope, BATCHES_PER_ROUND)
+          const { caughtUp, total } = yield* forward(scope, BATCHES_PER_ROUND, stopEarly)
           // while a backlog drains, sessions are recomputed at most every SESSION_PASS_EVERY_MS
           const key = `${scope.tenant_id}/${scope.workspace_id}`
           const now = yield* Clock.currentTimeMillis
@@ -217,10 +218,10 @@ export class Materializer extends Context.Service<Materializer, {
       const acrossWorkspaces = <A, E>(each: (scope: WorkspaceScope) => Effect.Effect<A, E>) =>
         Effect.flatMap(workspaces, (scopes) => Effect.forEach(scopes, each, { concurrency: WORKSPACES_AT_ONCE }))
 
-      const round = Effect.suspend(() => {
+      const round = (stopEarly: Effect.Effect<boolean> = Effect.succeed(false)) => Effect.suspend(() => {
         const repair = rounds++ % REPAIR_EVERY_ROUNDS === 0
         return acrossWorkspaces((scope) =>
-          Effect.flatMap(claimWorkspace(tenantSql, scope), (held) => held ? workspaceRound(scope, repair) : Effect.succeed(IDLE))
+          Effect.flatMap(claimWorkspace(tenantSql, scope), (held) => held ? workspaceRound(scope, repair, stopEarly) : Effect.succeed(IDLE))
         ).pipe(Effect.map((outcomes): RoundOutcome => ({
           materialized: outcomes.reduce((sum, outcome) => sum + outcome.materialized, 0),
           behind: outcomes.some((outcome) => outcome.behind)
@@ -241,7 +242,7 @@ export class Materializer extends Context.Service<Materializer, {
         Effect.withSpan("Materializer.catchUp")
       )
 
-      return Materializer.of({ round: round.pipe(Effect.withSpan("Materializer.round")), catchUp })
+      return Materializer.of({ round: (stopEarly) => round(stopEarly).pipe(Effect.withSpan("Materializer.round")), catchUp })
     })
   )
 

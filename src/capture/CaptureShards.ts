@@ -155,19 +155,18 @@ export const shardStats = (shards: CaptureShards["Service"]) =>
       { concurrency: "unbounded" }
     ))
 
-/** The shards' figures added up: the stream as a whole (lag unknown when any shard's is; the oldest pending of all). */
+/** The shards' figures added up: the stream as a whole (lag unknown when any shard's is; the oldest of all). */
 export const totalStats = (each: ReadonlyArray<ShardStats>): StreamStats => {
-  let oldest: number | null = null
-  for (const { stats } of each) {
-    if (stats.oldest_pending_ms !== null) oldest = Math.max(oldest ?? 0, stats.oldest_pending_ms)
-  }
+  const oldest = (field: "oldest_pending_ms" | "oldest_waiting_ms") =>
+    each.reduce<number | null>((max, { stats }) => stats[field] === null ? max : Math.max(max ?? 0, stats[field]), null)
   const sum = (field: "length" | "pending" | "dead_letters" | "consumers") => each.reduce((total, { stats }) => total + stats[field], 0)
   return {
     backend: each[0]?.stats.backend ?? "redis",
     length: sum("length"),
     lag: each.some(({ stats }) => stats.lag === null) ? null : each.reduce((total, { stats }) => total + stats.lag!, 0),
     pending: sum("pending"),
-    oldest_pending_ms: oldest,
+    oldest_pending_ms: oldest("oldest_pending_ms"),
+    oldest_waiting_ms: oldest("oldest_waiting_ms"),
     dead_letters: sum("dead_letters"),
     consumers: sum("consumers")
   }

@@ -112,8 +112,13 @@ export interface StreamStats {
   readonly lag: number | null
   /** delivered but not acknowledged */
   readonly pending: number
-  /** age of the oldest pending entry, ms; null when nothing is pending */
+  /** age of the oldest pending entry, ms since it was last delivered; null when nothing is pending */
   readonly oldest_pending_ms: number | null
+  /**
+   * how long ago the oldest capture the builders have not committed (pending or never delivered) was appended, ms by
+   * the stream's clock — how far behind its captures ingest runs; null when none waits
+   */
+  readonly oldest_waiting_ms: number | null
   readonly dead_letters: number
   readonly consumers: number
 }

@@ -202,12 +202,15 @@ export const layer: Layer.Layer<CaptureStream, never, LedgerConfig> = Layer.effe
       const now = yield* Clock.currentTimeMillis
       return yield* Effect.sync(() => {
         const oldest = pending.values().next()
+        // pending entries are the oldest not committed; else the first never delivered
+        const waiting = pending.keys().next().value ?? log[delivered]?.id
         return {
           backend: "memory" as const,
           length: log.length,
           lag: log.length - delivered,
           pending: pending.size,
           oldest_pending_ms: oldest.done ? null : now - oldest.value.lastDeliveryAt,
+          oldest_waiting_ms: waiting === undefined ? null : Math.max(0, now - Number(waiting.split("-")[0])),
           dead_letters: dead.length,
           consumers: consumers.size
         }

@@ -239,9 +239,10 @@ export const make = (
         client.xLen(key),
         client.xInfoGroups(key),
         client.xPendingRange(key, group, "-", "+", 1),
+        client.waitingAge(key, group),
         client.xLen(deadKey)
       ]))).pipe(
-        Effect.map(([length, groups, oldest, deadLetters]) => {
+        Effect.map(([length, groups, oldest, waiting, deadLetters]) => {
           const info = groups.find((g) => g.name === group)
           return {
             backend: "redis" as const,
@@ -250,6 +251,7 @@ export const make = (
             lag: info?.lag ?? null,
             pending: info?.pending ?? 0,
             oldest_pending_ms: oldest[0]?.millisecondsSinceLastDelivery ?? null,
+            oldest_waiting_ms: waiting < 0 ? null : waiting,
             dead_letters: deadLetters,
             consumers: info?.consumers ?? 0
           }

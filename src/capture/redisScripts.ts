@@ -65,6 +65,38 @@ return reply`,
 })
 
 /**
+ * KEYS: the stream. ARGV: the group. Replies how long ago, in ms by Redis's clock, the oldest capture the builders have
+ * not committed was appended — the oldest pending entry, else the first never delivered — or -1 when none waits (no
+ * stream or group either). An entry id starts with the ms it was appended at.
+ */
+export const waitingAge = defineScript({
+  NUMBER_OF_KEYS: 1,
+  SCRIPT: `
+if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+local oldest = redis.call('XPENDING', KEYS[1], ARGV[1], '-', '+', 1)[1]
+local id = oldest and oldest[1]
+if not id then
+  for _, group in ipairs(redis.call('XINFO', 'GROUPS', KEYS[1])) do
+    local fields = {}
+    for i = 1, #group, 2 do fields[group[i]] = group[i + 1] end
+    if fields['name'] == ARGV[1] then
+      local next = redis.call('XRANGE', KEYS[1], '(' .. fields['last-delivered-id'], '+', 'COUNT', 1)[1]
+      id = next and next[1]
+    end
+  end
+end
+if not id then return -1 end
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+return math.max(0, now - tonumber(string.match(id, '^(%d+)')))`,
+  parseCommand(parser: CommandParser, stream: string, group: string) {
+    parser.pushKey(stream)
+    parser.push(group)
+  },
+  transformReply: (reply: number) => Number(reply)
+})
+
+/**
  * KEYS: the stream. ARGV: the group, the idle threshold in ms. Deletes the consumers with nothing pending idle longer
  * than the threshold (none when the stream does not exist; a missing group fails with NOGROUP) (`idle`: since the consumer's last read or claim attempt) and returns their names. One script,
  * so no entry can be delivered to a consumer between the check and its deletion (deleting a consumer drops its
@@ -183,4 +215,4 @@ return 0`,
   transformReply: (reply: number) => Number(reply)
 })
 
-export const scripts = { publishBatch, readProgress, pruneConsumers, raiseShards, lowerShards, claimShards, releaseShards }
+export const scripts = { publishBatch, readProgress, waitingAge, pruneConsumers, raiseShards, lowerShards, claimShards, releaseShards }

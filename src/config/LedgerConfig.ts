@@ -146,6 +146,11 @@ export interface AnalyticsSettings {
    * analytics fibers skip their rounds (at most a minute in a row); 0 = never yield
    */
   readonly yieldBacklog: number
+  /**
+   * Analytics yields to ingest also while the oldest capture not yet committed arrived more than this long ago, ms
+   * (a materialiser round stops between its batches); 0 = not by age
+   */
+  readonly yieldAgeMs: number
   /** `provider/model` for embeddings (OpenAI wire: `openai/`, `azure/`, named upstreams); none → local vectors */
   readonly embeddingsModel: Option.Option<string>
   /** `provider/model` that writes session summaries; none → deterministic summaries */
@@ -178,6 +183,7 @@ export const DEFAULT_MINUTES_SAVED: Readonly<Record<Intent, number>> = {
 export const defaultAnalyticsSettings: AnalyticsSettings = {
   intervalMs: 2_000,
   yieldBacklog: 5_000,
+  yieldAgeMs: 300,
   embeddingsModel: Option.none(),
   summaryModel: Option.none(),
   modelApiKey: Option.none(),
@@ -318,6 +324,7 @@ export const settingsConfig: Config.Config<LedgerSettings> = Config.all({
   retentionDays: Config.option(Config.Number("LEDGER_RETENTION_DAYS")),
   analyticsIntervalMs: Config.Int("LEDGER_ANALYTICS_INTERVAL_MS").pipe(Config.withDefault(defaultAnalyticsSettings.intervalMs)),
   analyticsYieldBacklog: Config.Int("LEDGER_ANALYTICS_YIELD_BACKLOG").pipe(Config.withDefault(defaultAnalyticsSettings.yieldBacklog)),
+  analyticsYieldAgeMs: Config.Int("LEDGER_ANALYTICS_YIELD_AGE_MS").pipe(Config.withDefault(defaultAnalyticsSettings.yieldAgeMs)),
   embeddingsModel: Config.option(Config.String("LEDGER_EMBEDDINGS_MODEL")),
   summaryModel: Config.option(Config.String("LEDGER_SUMMARY_MODEL")),
   analyticsApiKey: Config.option(Config.Redacted("LEDGER_ANALYTICS_API_KEY")),
@@ -382,6 +389,7 @@ export const settingsConfig: Config.Config<LedgerSettings> = Config.all({
     analytics: {
       intervalMs: c.analyticsIntervalMs,
       yieldBacklog: c.analyticsYieldBacklog,
+      yieldAgeMs: c.analyticsYieldAgeMs,
       embeddingsModel: c.embeddingsModel,
       summaryModel: c.summaryModel,
       modelApiKey: c.analyticsApiKey,

@@ -20,6 +20,9 @@ export const streamPending = Metric.gauge("ledger_stream_pending", {
 export const oldestPendingSeconds = Metric.gauge("ledger_stream_oldest_pending_seconds", {
   description: "age of the oldest unacknowledged capture (0 when none)"
 })
+export const oldestWaitingSeconds = Metric.gauge("ledger_stream_oldest_waiting_seconds", {
+  description: "how long ago the oldest capture not yet committed was appended: how far behind ingest runs (0 when none waits)"
+})
 export const deadLetters = Metric.gauge("ledger_dead_letters", {
   description: "captures in the dead-letter stream (ledger dlq list)"
 })
@@ -28,6 +31,9 @@ const shardLag = Metric.gauge("ledger_stream_shard_lag", { description: "capture
 const shardPending = Metric.gauge("ledger_stream_shard_pending", { description: "captures of one shard delivered and not yet acknowledged" })
 const shardOldestPending = Metric.gauge("ledger_stream_shard_oldest_pending_seconds", {
   description: "age of one shard's oldest unacknowledged capture (0 when none)"
+})
+const shardOldestWaiting = Metric.gauge("ledger_stream_shard_oldest_waiting_seconds", {
+  description: "how long ago one shard's oldest capture not yet committed was appended (0 when none waits)"
 })
 export const streamPersistence = Metric.gauge("ledger_stream_persistence", {
   description: "whether the capture stream's Redis keeps what it holds across a restart: 1 yes (AOF or RDB), 0 no, -1 cannot tell"
@@ -84,6 +90,7 @@ export class PipelineMetrics extends Context.Service<PipelineMetrics, {
             if (stats.lag !== null) yield* Metric.update(Metric.withAttributes(shardLag, labels), stats.lag)
             yield* Metric.update(Metric.withAttributes(shardPending, labels), stats.pending)
             yield* Metric.update(Metric.withAttributes(shardOldestPending, labels), (stats.oldest_pending_ms ?? 0) / 1000)
+            yield* Metric.update(Metric.withAttributes(shardOldestWaiting, labels), (stats.oldest_waiting_ms ?? 0) / 1000)
           }
         }
         yield* Metric.update(streamLength, stats.length)
@@ -91,6 +98,7 @@ export class PipelineMetrics extends Context.Service<PipelineMetrics, {
         if (stats.lag !== null) yield* Metric.update(streamLag, stats.lag)
         yield* Metric.update(streamPending, stats.pending)
         yield* Metric.update(oldestPendingSeconds, (stats.oldest_pending_ms ?? 0) / 1000)
+        yield* Metric.update(oldestWaitingSeconds, (stats.oldest_waiting_ms ?? 0) / 1000)
         yield* Metric.update(deadLetters, stats.dead_letters)
         return stats
       }).pipe(Effect.withSpan("PipelineMetrics.refresh"))

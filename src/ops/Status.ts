@@ -2,7 +2,7 @@
  * `ledger status` (docs/ARCHITECTURE.md, "Surfaces"; README, "Commands"): the pipeline's figures for an operator,
  * from wherever they live.
  *
- * - Stream length, group lag, pending, oldest pending age, dead letters: from Redis when REDIS_URL is set. Without
+ * - Stream length, group lag, pending, oldest pending age, how far behind ingest runs, dead letters: from Redis when REDIS_URL is set. Without
  *   it the stream is in-process, inside the serving process: the figures come from its `/metrics`.
  * - Spool: the gateway's spool files under `<data dir>/spool/`.
  * - Decisions per second over the last minute: from the database's throughput record (a control-role query) when
@@ -25,6 +25,8 @@ export interface StreamFigures {
   readonly lag: number | null
   readonly pending: number | null
   readonly oldest_pending_ms: number | null
+  /** how long ago the oldest capture not yet committed was appended (see `StreamStats`) */
+  readonly oldest_waiting_ms: number | null
   readonly dead_letters: number | null
   readonly consumers: number | null
   /** whether Redis keeps the stream across a restart (Redis source only) */
@@ -106,6 +108,7 @@ export class PipelineStatus extends Context.Service<PipelineStatus, {
                 lag: stats.lag,
                 pending: stats.pending,
                 oldest_pending_ms: stats.oldest_pending_ms,
+                oldest_waiting_ms: stats.oldest_waiting_ms,
                 dead_letters: stats.dead_letters,
                 consumers: stats.consumers,
                 persistence,
@@ -115,6 +118,7 @@ export class PipelineStatus extends Context.Service<PipelineStatus, {
                   lag: stats.lag,
                   pending: stats.pending,
                   oldest_pending_ms: stats.oldest_pending_ms,
+                  oldest_waiting_ms: stats.oldest_waiting_ms,
                   dead_letters: stats.dead_letters,
                   consumers: stats.consumers
                 })) } : {})
@@ -126,13 +130,17 @@ export class PipelineStatus extends Context.Service<PipelineStatus, {
           scrape.pipe(
             Effect.map((metrics): StreamFigures => {
               const value = (name: string) => metrics.get(name) ?? null
-              const oldest = value("ledger_stream_oldest_pending_seconds")
+              const ms = (name: string) => {
+                const seconds = value(name)
+                return seconds === null || seconds === 0 ? null : Math.round(seconds * 1000)
+              }
               return {
                 source: "metrics",
                 length: value("ledger_stream_length"),
                 lag: value("ledger_stream_group_lag"),
                 pending: value("ledger_stream_pending"),
-                oldest_pending_ms: oldest === null || oldest === 0 ? null : Math.round(oldest * 1000),
+                oldest_pending_ms: ms("ledger_stream_oldest_pending_seconds"),
+                oldest_waiting_ms: ms("ledger_stream_oldest_waiting_seconds"),
                 dead_letters: value("ledger_dead_letters"),
                 consumers: null,
                 persistence: null
@@ -237,6 +245,7 @@ export const renderReport = (report: PipelineReport): string => {
     ["stream length", number(stream?.length), stream === null ? "" : stream.source === "redis" ? "(Redis)" : "(in-process, from /metrics)"],
     ["group lag", number(stream?.lag), "captures not yet delivered to a builder"],
     ["pending", number(stream?.pending), stream?.oldest_pending_ms == null ? "" : `oldest ${formatAge(stream.oldest_pending_ms)}`],
+    ["behind", stream?.oldest_waiting_ms == null ? "—" : formatAge(stream.oldest_waiting_ms), "since the oldest capture not yet committed arrived"],
     ["dead letters", number(stream?.dead_letters), (stream?.dead_letters ?? 0) > 0 ? "ledger dlq list" : ""],
     ["consumers", number(stream?.consumers), ""],
     ...(stream?.persistence == null ? [] : [[
@@ -249,7 +258,9 @@ export const renderReport = (report: PipelineReport): string => {
     ...(stream?.shards ?? []).map((shard) => [
       `  shard ${shard.shard}`,
       `lag ${number(shard.lag)}`,
-      `pending ${number(shard.pending)}${shard.oldest_pending_ms === null ? "" : ` (oldest ${formatAge(shard.oldest_pending_ms)})`}, length ${
+      `pending ${number(shard.pending)}${shard.oldest_pending_ms === null ? "" : ` (oldest ${formatAge(shard.oldest_pending_ms)})`}${
+        shard.oldest_waiting_ms === null ? "" : `, behind ${formatAge(shard.oldest_waiting_ms)}`
+      }, length ${
         number(shard.length)
       }, dead letters ${number(shard.dead_letters)}`
     ]),

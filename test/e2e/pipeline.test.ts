@@ -90,7 +90,7 @@ describe("pipeline: gateway → stream → builder → query layer", () => {
       // the pipeline figures on /metrics (the API port serves the same process registry)
       yield* Context.get(stack.context, PipelineMetrics).refresh
       const metrics = yield* Context.get(stack.context, Health).metrics
-      for (const name of ["ledger_stream_length", "ledger_stream_group_lag", "ledger_stream_pending", "ledger_stream_oldest_pending_seconds", "ledger_dead_letters"]) {
+      for (const name of ["ledger_stream_length", "ledger_stream_group_lag", "ledger_stream_pending", "ledger_stream_oldest_pending_seconds", "ledger_stream_oldest_waiting_seconds", "ledger_dead_letters"]) {
         assert.match(metrics, new RegExp(`^${name} \\d`, "m"), name)
       }
       assert.match(metrics, /^ledger_decisions_built_total [1-9]/m)

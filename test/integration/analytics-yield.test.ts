@@ -1,6 +1,6 @@
 /**
- * Analytics shares the builder role's machine with ingest: it yields while captures wait for the builders (but at
- * most a minute in a row), each workspace's analytics runs in one builder process at a time (a lease), and a backlog
+ * Analytics shares the builder role's machine with ingest: it yields while captures wait for the builders, or have
+ * waited too long, stopping a materialiser round between batches (but at most a minute in a row), each workspace's analytics runs in one builder process at a time (a lease), and a backlog
  * is materialised round after round without the interval between them.
  */
 import { assert, describe, it, layer } from "@effect/vitest"
@@ -23,20 +23,20 @@ import { testSettings } from "../support/settings.ts"
 import { insertDecisions, makeCapture, seedDecision, TEMPLATES } from "../support/seed.ts"
 import { storeLayer } from "../support/stack.ts"
 
-const streamWithBacklogLimit = (yieldBacklog: number) =>
+const streamWithLimits = (limits: { readonly yieldBacklog: number; readonly yieldAgeMs: number }) =>
   CaptureShards.single.pipe(
     Layer.provideMerge(MemoryCaptureStream.layer),
-    Layer.provideMerge(LedgerConfig.layerFrom(testSettings({ analytics: { ...defaultAnalyticsSettings, yieldBacklog } })))
+    Layer.provideMerge(LedgerConfig.layerFrom(testSettings({ analytics: { ...defaultAnalyticsSettings, ...limits } })))
   )
 
-/** The capture stream in `shards` shards on the test Redis, with a backlog limit. */
-const shardedWithBacklogLimit = (shards: number, yieldBacklog: number) =>
+/** The capture stream in `shards` shards on the test Redis, with a backlog limit or an age limit. */
+const shardedWithLimits = (shards: number, limits: { readonly yieldBacklog: number; readonly yieldAgeMs: number }) =>
   Layer.unwrap(Effect.map(testKeyPrefix("analytics-yield"), (prefix) =>
     CaptureShards.redis.pipe(Layer.provideMerge(LedgerConfig.layerFrom(testSettings({
       redisUrl: Option.some(Redacted.make(TEST_REDIS_URL)),
       streamKey: `${prefix}captures`,
       captureShards: shards,
-      analytics: { ...defaultAnalyticsSettings, yieldBacklog }
+      analytics: { ...defaultAnalyticsSettings, ...limits }
     }))))))
 
 describe("analytics yields to ingest", () => {
@@ -44,7 +44,7 @@ describe("analytics yields to ingest", () => {
     Effect.gen(function*() {
       const stream = yield* CaptureStream
       const rounds = yield* Ref.make(0)
-      const guarded = yield* yieldingToIngest("test-fiber", Ref.update(rounds, (n) => n + 1))
+      const guarded = yield* yieldingToIngest("test-fiber", () => Ref.update(rounds, (n) => n + 1))
       const deferred = Metric.withAttributes(deferredRounds, { fiber: "test-fiber" })
       const deferredBefore = (yield* Metric.value(deferred)).count
 
@@ -68,23 +68,73 @@ describe("analytics yields to ingest", () => {
       yield* stream.ack(entries.map((entry) => entry.id))
       yield* guarded
       assert.strictEqual(yield* Ref.get(rounds), 3, "the backlog drained: rounds run")
-    }).pipe(Effect.provide(streamWithBacklogLimit(2))))
+    }).pipe(Effect.provide(streamWithLimits({ yieldBacklog: 2, yieldAgeMs: 0 }))))
 
-  it.effect("never yields when the limit is 0", () =>
+  it.effect("never yields when both limits are 0", () =>
     Effect.gen(function*() {
       const stream = yield* CaptureStream
       const rounds = yield* Ref.make(0)
-      const guarded = yield* yieldingToIngest("test-fiber-unlimited", Ref.update(rounds, (n) => n + 1))
+      const guarded = yield* yieldingToIngest("test-fiber-unlimited", () => Ref.update(rounds, (n) => n + 1))
       yield* stream.publish(["a", "b", "c"], batchIds()())
+      yield* TestClock.adjust("10 seconds")
       yield* guarded
       assert.strictEqual(yield* Ref.get(rounds), 1)
-    }).pipe(Effect.provide(streamWithBacklogLimit(0))))
+    }).pipe(Effect.provide(streamWithLimits({ yieldBacklog: 0, yieldAgeMs: 0 }))))
+
+  it.effect("skips rounds while the oldest capture not yet committed arrived longer ago than the age limit", () =>
+    Effect.gen(function*() {
+      const stream = yield* CaptureStream
+      const rounds = yield* Ref.make(0)
+      const guarded = yield* yieldingToIngest("test-fiber-age", () => Ref.update(rounds, (n) => n + 1))
+
+      yield* stream.publish(["a"], batchIds()())
+      yield* guarded
+      assert.strictEqual(yield* Ref.get(rounds), 1, "one capture, just arrived: the round runs")
+      yield* TestClock.adjust("301 millis")
+      yield* guarded
+      assert.strictEqual(yield* Ref.get(rounds), 1, "unread for longer than the limit: the round yields")
+      const entries = yield* stream.read("builder-1", { count: 10, blockMs: 0 })
+      yield* guarded
+      assert.strictEqual(yield* Ref.get(rounds), 1, "read but not committed: still waiting, still yields")
+      yield* stream.ack(entries.map((entry) => entry.id))
+      yield* guarded
+      assert.strictEqual(yield* Ref.get(rounds), 2, "committed: the round runs")
+    }).pipe(Effect.provide(streamWithLimits({ yieldBacklog: 0, yieldAgeMs: 300 }))))
+
+  it.effect("tells a running step to stop early once ingest falls behind, except in the round a minute of yielding forces", () =>
+    Effect.gen(function*() {
+      const stream = yield* CaptureStream
+      const asked = yield* Ref.make<Array<boolean>>([])
+      // a step that asks, as the materialiser does between its batches
+      const guarded = yield* yieldingToIngest("test-fiber-stop", (stopEarly) =>
+        Effect.flatMap(stopEarly, (stop) => Ref.update(asked, (answers) => [...answers, stop])))
+
+      yield* guarded
+      assert.deepStrictEqual(yield* Ref.get(asked), [false], "nothing waits")
+      yield* stream.publish(["a"], batchIds()())
+      yield* TestClock.adjust("301 millis")
+      yield* guarded
+      assert.deepStrictEqual(yield* Ref.get(asked), [false], "behind at the start: the step does not run")
+      yield* TestClock.adjust("60 seconds")
+      yield* guarded
+      assert.deepStrictEqual(yield* Ref.get(asked), [false, false], "a minute of yielding: this round runs whole")
+
+      // ingest caught up, then falls behind while a step runs: the step asks and is told to stop
+      const running = yield* yieldingToIngest("test-fiber-stop", (stopEarly) =>
+        Effect.gen(function*() {
+          yield* stream.publish(["b"], batchIds()())
+          yield* TestClock.adjust("301 millis")
+          return yield* stopEarly
+        }))
+      yield* stream.ack((yield* stream.read("builder-1", { count: 10, blockMs: 0 })).map((entry) => entry.id))
+      assert.isTrue(yield* running)
+    }).pipe(Effect.provide(streamWithLimits({ yieldBacklog: 0, yieldAgeMs: 300 }))))
 
   it.effect("counts the backlog of every shard, not only the first", () =>
     Effect.gen(function*() {
       const shards = yield* CaptureShards
       const rounds = yield* Ref.make(0)
-      const guarded = yield* yieldingToIngest("test-fiber-shards", Ref.update(rounds, (n) => n + 1))
+      const guarded = yield* yieldingToIngest("test-fiber-shards", () => Ref.update(rounds, (n) => n + 1))
       yield* shards.streams[2]!.publish(["a", "b", "c"], batchIds()())
       yield* guarded
       assert.strictEqual(yield* Ref.get(rounds), 0, "three captures waiting in the third shard, limit two: the round yields")
@@ -92,7 +142,24 @@ describe("analytics yields to ingest", () => {
       yield* shards.streams[2]!.ack(entries.map((entry) => entry.id))
       yield* guarded
       assert.strictEqual(yield* Ref.get(rounds), 1, "drained: the round runs")
-    }).pipe(Effect.provide(shardedWithBacklogLimit(3, 2)), Effect.scoped))
+    }).pipe(Effect.provide(shardedWithLimits(3, { yieldBacklog: 2, yieldAgeMs: 0 })), Effect.scoped))
+
+  it.effect("reads the age of every shard from Redis", () =>
+    Effect.gen(function*() {
+      const shards = yield* CaptureShards
+      const rounds = yield* Ref.make(0)
+      const guarded = yield* yieldingToIngest("test-fiber-shard-age", () => Ref.update(rounds, (n) => n + 1))
+      yield* shards.streams[1]!.publish(["a"], batchIds()())
+      yield* guarded
+      assert.strictEqual(yield* Ref.get(rounds), 1, "just arrived")
+      yield* Effect.sleep("400 millis").pipe(TestClock.withLive)
+      yield* guarded
+      assert.strictEqual(yield* Ref.get(rounds), 1, "waiting in the second shard longer than 300 ms by Redis's clock: the round yields")
+      const entries = yield* shards.streams[1]!.read("builder-1", { count: 10, blockMs: 0 })
+      yield* shards.streams[1]!.ack(entries.map((entry) => entry.id))
+      yield* guarded
+      assert.strictEqual(yield* Ref.get(rounds), 2, "committed: the round runs")
+    }).pipe(Effect.provide(shardedWithLimits(2, { yieldBacklog: 0, yieldAgeMs: 300 })), Effect.scoped))
 })
 
 describe("analytics leases", () => {
@@ -187,8 +254,28 @@ describe("analytics pacing", () => {
             (SELECT count(*)::int FROM decisions d JOIN analytics_progress p
               ON (d.built_at, d.ledger_id) > (p.built_cursor, p.built_cursor_id)) AS behind`))
         assert.deepStrictEqual(progress, { rows: total, behind: 0 })
-        const outcome = yield* Materializer.use((m) => m.round)
+        const outcome = yield* Materializer.use((m) => m.round())
         assert.deepStrictEqual(outcome, { materialized: 0, behind: false }, "caught up")
       }).pipe(Effect.scoped), 90_000)
+
+    it.effect("a round stops between batches when told ingest fell behind, and the next round goes on from there", () =>
+      Effect.gen(function*() {
+        const created = yield* (yield* Credentials).bootstrap({ tenant: "stopped", workspace: "ops", email: "stopped@example.test", role: "member" })
+        const scope = { ...created, key_id: Crypto.randomUUID() }
+        // three batches' worth (500 a batch)
+        const total = 1_200
+        const session = Crypto.randomUUID()
+        const started = Date.now() - total * 1_000
+        yield* insertDecisions(Array.from({ length: total }, (_, i) =>
+          seedDecision(makeCapture({ scope, agent_id: "bulk", at: started + i * 1_000, template: TEMPLATES[i % TEMPLATES.length] }), session)))
+        const asked = yield* Ref.make(0)
+        const stopEarly = Effect.as(Ref.update(asked, (n) => n + 1), true)
+
+        const stopped = yield* Materializer.use((m) => m.round(stopEarly))
+        assert.deepStrictEqual(stopped, { materialized: 500, behind: true }, "one batch, then it stopped: the workspace is left behind")
+        assert.isAtLeast(yield* Ref.get(asked), 1)
+        const rest = yield* Materializer.use((m) => m.round())
+        assert.deepStrictEqual(rest, { materialized: 700, behind: false })
+      }), 90_000)
   })
 })

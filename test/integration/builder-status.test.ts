@@ -75,9 +75,11 @@ describe("ledger status", () => {
         const report = JSON.parse(json.stdout) as PipelineReport
         assert.deepStrictEqual(report.problems, [])
         assert.deepStrictEqual(
-          { ...report.stream!, length: undefined, persistence: undefined },
-          { source: "redis", length: undefined, lag: 1, pending: 0, oldest_pending_ms: null, dead_letters: 1, consumers: 1, persistence: undefined }
+          { ...report.stream!, length: undefined, persistence: undefined, oldest_waiting_ms: undefined },
+          { source: "redis", length: undefined, lag: 1, pending: 0, oldest_pending_ms: null, dead_letters: 1, consumers: 1, persistence: undefined, oldest_waiting_ms: undefined }
         )
+        // the capture no builder has read came in before the second that was waited out above
+        assert.isAtLeast(report.stream!.oldest_waiting_ms!, 50)
         // what the machine's Redis is set to: said either way
         assert.match(report.stream!.persistence!.detail, /^appendonly=(yes|no) save=/)
         assert.deepStrictEqual(report.spool, { entries: 3, bytes: 9 })
@@ -85,7 +87,7 @@ describe("ledger status", () => {
 
         const table = yield* runLedger(["status"], env)
         assert.strictEqual(table.code, 0, table.stderr)
-        for (const row of [/^persistence\s+(yes|NONE|unknown)\s+appendonly=/m, /^stream length\s+\d+\s+\(Redis\)$/m, /^group lag\s+1 /m, /^dead letters\s+1\s+ledger dlq list$/m, /^spool\s+3 captures\s+9 B$/m, /^decisions\/s\s+0\.2\s+last minute: 12 by 1 builder$/m]) {
+        for (const row of [/^persistence\s+(yes|NONE|unknown)\s+appendonly=/m, /^stream length\s+\d+\s+\(Redis\)$/m, /^group lag\s+1 /m, /^behind\s+\d+(\.\d)? m?s\s+since the oldest capture not yet committed arrived$/m, /^dead letters\s+1\s+ledger dlq list$/m, /^spool\s+3 captures\s+9 B$/m, /^decisions\/s\s+0\.2\s+last minute: 12 by 1 builder$/m]) {
           assert.match(table.stdout, row)
         }
 
@@ -120,6 +122,7 @@ describe("ledger status", () => {
           lag: 0,
           pending: 0,
           oldest_pending_ms: null,
+          oldest_waiting_ms: null,
           dead_letters: 0,
           consumers: null,
           persistence: null

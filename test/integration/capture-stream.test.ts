@@ -243,7 +243,7 @@ const contract = (name: string, fresh: FreshStream) => {
       assert.strictEqual((yield* stream.stats).consumers, 1)
     }))
 
-    test("stats report length, lag, pending, oldest pending age, dead letters and consumers", Effect.gen(function*() {
+    test("stats report length, lag, pending, oldest pending age, how far behind, dead letters and consumers", Effect.gen(function*() {
       const stream = yield* CaptureStream
       const empty = yield* stream.stats
       assert.deepStrictEqual(empty, {
@@ -252,6 +252,7 @@ const contract = (name: string, fresh: FreshStream) => {
         lag: 0,
         pending: 0,
         oldest_pending_ms: null,
+        oldest_waiting_ms: null,
         dead_letters: 0,
         consumers: 0
       })
@@ -271,6 +272,17 @@ const contract = (name: string, fresh: FreshStream) => {
       assert.isBelow(stats.oldest_pending_ms!, 10_000)
       assert.strictEqual(stats.dead_letters, 1)
       assert.strictEqual(stats.consumers, 1)
+      // behind: since the pending entry was appended, then since the first never delivered was
+      assert.isAtLeast(stats.oldest_waiting_ms!, 150)
+      assert.isBelow(stats.oldest_waiting_ms!, 10_000)
+      yield* stream.ack([ids[0]])
+      const unread = yield* stream.stats
+      assert.strictEqual(unread.pending, 0)
+      assert.isNull(unread.oldest_pending_ms)
+      assert.isAtLeast(unread.oldest_waiting_ms!, 150)
+      const rest = yield* stream.read("c1", { count: 10, blockMs: 0 })
+      yield* stream.ack(rest.map((entry) => entry.id))
+      assert.isNull((yield* stream.stats).oldest_waiting_ms, "every capture committed: nothing waits")
     }))
 
     test("two consumers of the group share the entries without duplicates", Effect.gen(function*() {

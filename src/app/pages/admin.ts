@@ -176,6 +176,7 @@ ${figure("stream length", "stream.length", report.stream?.length)}
 ${figure("group lag", "stream.lag", report.stream?.lag, "captures not yet delivered to a builder")}
 ${figure("pending", "stream.pending", report.stream?.pending, "delivered, not yet committed")}
 ${figure("oldest pending (ms)", "stream.oldest_pending_ms", report.stream?.oldest_pending_ms)}
+${figure("behind (ms)", "stream.oldest_waiting_ms", report.stream?.oldest_waiting_ms, "since the oldest capture not yet committed arrived")}
 ${figure("dead letters", "stream.dead_letters", report.stream?.dead_letters)}
 ${figure("spooled captures", "spool.entries", report.spool?.entries)}
 ${figure("spool bytes", "spool.bytes", report.spool?.bytes)}
