@@ -315,6 +315,16 @@ const program = Effect.gen(function*() {
       return { scope: capture, payload: JSON.stringify(capture) }
     })
     while ((yield* countDecisions([latencyIdentity.workspace_id])) < latencyPublished) yield* Effect.sleep("100 millis")
+    // analytics' freshness meanwhile (it yields while ingest is behind): how much of the phase it had materialised when
+    // the last decision was built, and how long it took to finish
+    const lastBuiltAt = Date.now()
+    const materializedAtLastBuild = yield* countMaterialized([latencyIdentity.workspace_id])
+    let latencyMaterialized = materializedAtLastBuild
+    while (latencyMaterialized < latencyPublished && Date.now() - lastBuiltAt < CATCH_UP_LIMIT_MS) {
+      yield* Effect.sleep("200 millis")
+      latencyMaterialized = yield* countMaterialized([latencyIdentity.workspace_id])
+    }
+    const analyticsFollowedAfter = (Date.now() - lastBuiltAt) / 1000
     const [latency] = yield* sql<{ p50: number; p95: number; p99: number; max: number }>`
       SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY ms) AS p50, percentile_cont(0.95) WITHIN GROUP (ORDER BY ms) AS p95,
              percentile_cont(0.99) WITHIN GROUP (ORDER BY ms) AS p99, max(ms) AS max
@@ -333,7 +343,9 @@ const program = Effect.gen(function*() {
         p50_ms: Math.round(latency!.p50),
         p95_ms: Math.round(latency!.p95),
         p99_ms: Math.round(latency!.p99),
-        max_ms: Math.round(latency!.max)
+        max_ms: Math.round(latency!.max),
+        analytics_materialized_at_last_build: materializedAtLastBuild,
+        analytics_done_after_last_build_s: Number(analyticsFollowedAfter.toFixed(1))
       },
       machine: { cores: Os.cpus().length, load_after: Os.loadavg().map((l) => Number(l.toFixed(2))) }
     }
