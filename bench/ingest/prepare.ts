@@ -31,7 +31,8 @@ const roots = positionals.length > 0 ? positionals.map((root) => Path.resolve(ro
 const checkouts = await Promise.all(roots.map(async (root) => ({
   root,
   reconstruct: await import(`${root}/src/builder/reconstruct.ts`),
-  store: await import(`${root}/src/builder/store.ts`),
+  // checkouts before the split of store.ts prepare rows there
+  prepared: await import(`${root}/src/builder/prepared.ts`).catch(() => import(`${root}/src/builder/store.ts`)),
   policies: await import(`${root}/src/builder/ContentPolicies.ts`),
   captures: await import(`${root}/bench/ingest/captures.ts`)
 })))
@@ -51,7 +52,7 @@ const payloads = Array.from({ length: CAPTURES }, (_, i) =>
 const prepare = (checkout: Checkout, payload: string) => {
   const capture = Effect.runSync(checkout.reconstruct.decodeEntry(payload))
   const reconstruction = Effect.runSync(checkout.reconstruct.reconstruct(checkout.policies.beforeDerivation(capture, "full")))
-  return checkout.store.storable(checkout.policies.afterDerivation(reconstruction, "full"))
+  return checkout.prepared.storable(checkout.policies.afterDerivation(reconstruction, "full"))
 }
 
 /** The payloads as they come off the wire: each pass decodes them anew, as the builder's Redis client does. */

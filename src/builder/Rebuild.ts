@@ -15,7 +15,8 @@ import { ScopedSql, TenantSql } from "../store/TenantSql.ts"
 import { continueTrace } from "./derive/trace.ts"
 import { captureOfStored, pgJson, pgText, reconstruct, type StoredCall } from "./reconstruct.ts"
 import { floats, texts, uuids } from "../store/arrays.ts"
-import { agentLockKey, lockAgents, writeSessions } from "./store.ts"
+import { agentLockKey, lockAgents } from "./agents.ts"
+import { writeSessions } from "./sessionRows.ts"
 import type { WorkspaceScope } from "../domain/principal.ts"
 
 export interface RebuildProgress {

@@ -14,48 +14,24 @@ import { Clock, Effect, Metric } from "effect"
 import type { SqlError } from "effect/sql"
 import * as Crypto from "node:crypto"
 import { captureApi } from "../domain/capture.ts"
-import type { LogicStep } from "../domain/decision.ts"
 import type { DatabaseUnavailable } from "../domain/errors.ts"
-import { type SessionRollup, sessionSummary } from "../domain/sessionSummary.ts"
+import type { WorkspaceScope } from "../domain/principal.ts"
+import type { SessionRollup } from "../domain/sessionSummary.ts"
+import { IntegrityKeys } from "../integrity/IntegrityKeys.ts"
 import { ScopedSql, TenantSql } from "../store/TenantSql.ts"
 import { bools, byteas, floats, ints, texts, times, uuids, zipped } from "../store/arrays.ts"
-import { IntegrityKeys } from "../integrity/IntegrityKeys.ts"
-import { type ChainDraft, chainDraft, type ChainHead, type ChainLink, chainLinks, headUpdate, lockChain } from "./chaining.ts"
-import { continueTrace } from "./derive/trace.ts"
+import { type AgentDelta, agentLockKey, agentsUpsert, lockAgents, noAgentDelta } from "./agents.ts"
+import { type ChainHead, type ChainLink, chainLinks, headUpdate, lockChain } from "./chaining.ts"
+import { linkChains, linkSuccessors } from "./continuations.ts"
 import { lockWait } from "./metrics.ts"
-import { callFacts, pgJson, pgText, type Reconstruction } from "./reconstruct.ts"
-import type { Derivation } from "../domain/decision.ts"
-import { earlierFirst, type KnownSession, type PlannedCall, planSessions } from "./sessions.ts"
-import type { WorkspaceScope } from "../domain/principal.ts"
-
-// --- agent locks
-
-/** Class id of the ledger's advisory locks (the first key of the two-key form). */
-const AGENT_LOCK_CLASS = 0x1ed9e7
-
-/** The advisory lock key of an agent: 32 bits of a hash (a collision only serialises two agents more). */
-export const agentLockKey = (scope: WorkspaceScope, agentId: string): number =>
-  Crypto.hash("sha1", `${scope.tenant_id}\u0000${scope.workspace_id}\u0000${agentId}`, "buffer").readInt32BE(0)
-
-/** Takes the agents' transaction-level locks in ascending key order (the one order every builder uses). */
-export const lockAgents = (keys: Iterable<number>) =>
-  Effect.gen(function*() {
-    const sorted = [...new Set(keys)].sort((a, b) => a - b)
-    if (sorted.length === 0) return
-    const sql = yield* ScopedSql
-    // unnest yields the array in order, so the locks are taken in that order
-    yield* sql`SELECT pg_advisory_xact_lock(${AGENT_LOCK_CLASS}, key) FROM unnest(${ints(sorted)}) AS key`
-  })
-
-// --- one batch
+import { derivationJson, type HeldReconstruction, type Prepared, type StorableDecision } from "./prepared.ts"
+import { callFacts, pgJson, pgText } from "./reconstruct.ts"
+import { addToRollup, callEnd, foldRollups, loadSessions, writeSessions } from "./sessionRows.ts"
+import { planSessions } from "./sessions.ts"
 
 export interface StoredBatch {
   /** ledger ids inserted by this batch (the rest already existed) */
   readonly inserted: ReadonlySet<string>
-}
-
-interface LoadedSession extends KnownSession {
-  readonly rollup: SessionRollup | undefined
 }
 
 const groupKey = (scope: WorkspaceScope) => `${scope.tenant_id}/${scope.workspace_id}`
@@ -74,267 +50,6 @@ const groupByWorkspace = (batch: ReadonlyArray<HeldReconstruction>) => {
     items: [...group.items.values()]
   }))
 }
-
-const callEnd = (item: HeldReconstruction) => item.capture.started_at + callFacts(item).latencyMs
-
-/** What the builder reads of a session `s`: its identity, span and rollup, with its first decision (migration 0023). */
-const SESSION_COLUMNS = `s.session_id, s.agent_id, s.execution_id, s.started_at, s.ended_at,
-  s.decision_count::float8 AS decision_count, s.error_count::float8 AS error_count,
-  s.total_cost_usd, s.total_tokens::float8 AS total_tokens,
-  s.first_ledger_id, s.first_at, s.first_title`
-
-/** The sessions the items may touch: their executions', those within the gap, and the ones they continue (`followed`). */
-const loadSessions = (items: ReadonlyArray<HeldReconstruction>, gapMs: number, followed: ReadonlyArray<string>) =>
-  Effect.gen(function*() {
-    const sql = yield* ScopedSql
-    // one probe per execution, and one window per agent for its gap-grouped calls
-    const probes = new Map<string, { agent: string; execution: string | null; lo: number | null; hi: number | null }>()
-    for (const item of items) {
-      const { agent_id, execution_id, started_at } = item.capture
-      // execution ids are never empty: "" stands for the agent's gap-grouped calls
-      const key = `${agent_id}\u0000${execution_id ?? ""}`
-      const probe = probes.get(key) ?? { agent: agent_id, execution: execution_id, lo: null, hi: null }
-      if (execution_id === null) {
-        probe.lo = Math.min(probe.lo ?? Infinity, started_at - gapMs)
-        probe.hi = Math.max(probe.hi ?? -Infinity, callEnd(item) + gapMs)
-      }
-      probes.set(key, probe)
-    }
-    const list = [...probes.values()]
-    type Row = {
-      session_id: string
-      agent_id: string
-      execution_id: string | null
-      started_at: Date
-      ended_at: Date
-      decision_count: number
-      error_count: number
-      total_cost_usd: number
-      total_tokens: number
-      first_ledger_id: string | null
-      first_at: Date | null
-      first_title: string | null
-    }
-    const found = yield* sql<Row>`
-      SELECT ${sql.literal(SESSION_COLUMNS)}
-      FROM UNNEST(${texts(list.map((p) => p.agent))}, ${texts(list.map((p) => p.execution))},
-                  ${times(list.map((p) => p.lo))}, ${times(list.map((p) => p.hi))}) AS q(agent_id, execution_id, lo, hi)
-      JOIN sessions s ON s.agent_id = q.agent_id AND (
-        (q.execution_id IS NOT NULL AND s.execution_id = q.execution_id)
-        OR (q.execution_id IS NULL AND s.execution_id IS NULL AND s.ended_at >= q.lo AND s.started_at <= q.hi))`
-    const seen = new Set(found.map((row) => row.session_id))
-    const more = followed.filter((id) => !seen.has(id))
-    const rows = more.length === 0 ? found : [
-      ...found,
-      ...yield* sql<Row>`SELECT ${sql.literal(SESSION_COLUMNS)} FROM unnest(${uuids(more)}) AS q(id)
-        CROSS JOIN LATERAL (SELECT * FROM sessions s WHERE s.session_id = q.id LIMIT 1) s`
-    ]
-    // a session written without its first decision (by a builder of an earlier version, during an upgrade): its first
-    // decision is looked up, so that its rollup goes on from where it was
-    const unknown = rows.filter((row) => row.first_ledger_id === null && row.decision_count > 0).map((row) => row.session_id)
-    const looked = unknown.length === 0 ? [] : yield* sql<{ session_id: string; ledger_id: string; created_at: Date; title: string }>`
-      SELECT q.id AS session_id, f.ledger_id, f.created_at, f.title FROM unnest(${uuids(unknown)}) AS q(id)
-      CROSS JOIN LATERAL (SELECT d.ledger_id, d.created_at, d.title FROM decisions d WHERE d.session_id = q.id
-        ORDER BY d.created_at, d.ledger_id LIMIT 1) f`
-    const firsts = new Map(looked.map((f) => [f.session_id, { at: f.created_at.getTime(), ledger_id: f.ledger_id, title: f.title }]))
-    return rows.map((row): LoadedSession => {
-      const first = row.first_ledger_id !== null && row.first_at !== null
-        ? { at: row.first_at.getTime(), ledger_id: row.first_ledger_id, title: row.first_title ?? "" }
-        : firsts.get(row.session_id)
-      return {
-        session_id: row.session_id,
-        agent_id: row.agent_id,
-        execution_id: row.execution_id,
-        start: row.started_at.getTime(),
-        end: row.ended_at.getTime(),
-        rollup: first === undefined ? undefined : {
-          decision_count: row.decision_count,
-          error_count: row.error_count,
-          total_cost_usd: row.total_cost_usd,
-          total_tokens: row.total_tokens,
-          started_at: row.started_at.getTime(),
-          ended_at: row.ended_at.getTime(),
-          first
-        }
-      }
-    })
-  })
-
-/** How a call continues another: the decision it links to, and the session it joins (the same agent's only). */
-interface Link {
-  readonly previous: string
-  readonly follows: PlannedCall["follows"]
-}
-
-/**
- * Joins the calls that continue another (`previous_response_id`) to the decision they continue, found by the
- * provider's id of its answer in the batch or among the stored decisions: the call links to it, joins its session
- * when it is the same agent's and names no execution of its own, and its trace opens with the turns it continues.
- * A predecessor not built yet leaves the call unlinked (sessions by execution or gap, its own turns only).
- */
-const linkChains = (items: ReadonlyArray<HeldReconstruction>) =>
-  Effect.gen(function*() {
-    const links = new Map<string, Link>()
-    // only Responses API calls continue another, and only a Responses API answer can be continued (`whole` is theirs)
-    const continued = items.filter((item) => item.continues !== null && item.whole !== undefined)
-    if (continued.length === 0) return { items, links }
-    const byResponse = new Map(items.flatMap((item) =>
-      item.responseId === null || item.whole === undefined ? [] : [[item.responseId, item] as const]
-    ))
-    const missing = [...new Set(continued.flatMap((item) => (byResponse.has(item.continues!) ? [] : [item.continues!])))]
-    const sql = yield* ScopedSql
-    const stored = missing.length === 0 ? [] : yield* sql<{
-      response_id: string
-      ledger_id: string
-      session_id: string
-      agent_id: string
-      trace: ReadonlyArray<LogicStep> | null
-    }>`
-      SELECT q.id AS response_id, x.ledger_id, x.session_id, x.agent_id, x.trace FROM unnest(${texts(missing)}) AS q(id)
-      CROSS JOIN LATERAL (SELECT d.ledger_id, d.session_id, d.agent_id, d.derivation->'logic_trace' AS trace
-        FROM decisions d WHERE d.response_id = q.id AND d.api = 'responses' ORDER BY d.created_at DESC LIMIT 1) x`
-    const storedBy = new Map(stored.map((row) => [row.response_id, row]))
-    // in time order, so a predecessor in the batch has its own earlier turns joined before its successor reads them
-    const joined = new Map<string, HeldReconstruction>()
-    for (const item of [...items].sort((a, b) => a.capture.started_at - b.capture.started_at)) {
-      const { continues, whole } = item
-      const inBatch = continues === null ? undefined : byResponse.get(continues)
-      const fromBatch = inBatch === undefined || inBatch === item ? undefined : joined.get(inBatch.capture.ledger_id) ?? inBatch
-      const fromStore = continues === null ? undefined : storedBy.get(continues)
-      const predecessor = fromBatch?.whole !== undefined
-        ? { ledger_id: fromBatch.capture.ledger_id, agent_id: fromBatch.capture.agent_id, trace: fromBatch.whole.logic_trace, follows: { ledger_id: fromBatch.capture.ledger_id } }
-        : fromStore !== undefined
-        ? { ledger_id: fromStore.ledger_id, agent_id: fromStore.agent_id, trace: fromStore.trace ?? [], follows: { session_id: fromStore.session_id } }
-        : undefined
-      if (predecessor === undefined || whole === undefined) {
-        joined.set(item.capture.ledger_id, item)
-        continue
-      }
-      const sameAgent = predecessor.agent_id === item.capture.agent_id && item.capture.execution_id === null
-      links.set(item.capture.ledger_id, { previous: predecessor.ledger_id, follows: sameAgent ? predecessor.follows : undefined })
-      joined.set(
-        item.capture.ledger_id,
-        item.joined ? item : { ...item, whole: { ...whole, logic_trace: continueTrace(predecessor.trace, whole.logic_trace) } }
-      )
-    }
-    return { items: items.map((item) => joined.get(item.capture.ledger_id)!), links }
-  })
-
-/**
- * Links the stored calls that continue the ones just inserted and were built before them (a successor's capture can
- * reach another builder first): they get their predecessor, and those whose request did not carry the turns they
- * continue open their trace with it. Their sessions need no change: a chain's calls follow each other closely, and a
- * predecessor built later joins its successor's session by the inactivity gap, or the execution they share.
- */
-const linkSuccessors = (inserted: ReadonlyArray<HeldReconstruction>) =>
-  Effect.gen(function*() {
-    // only a Responses API answer can be continued (`previous_response_id`): chat and Messages batches skip the probe
-    const predecessors = new Map(inserted.flatMap(({ capture, responseId, whole }) =>
-      responseId === null || whole === undefined ? [] : [[responseId, { capture, trace: whole.logic_trace }] as const]
-    ))
-    if (predecessors.size === 0) return
-    const sql = yield* ScopedSql
-    const waiting = yield* sql<{ ledger_id: string; response_id: string; joined: boolean; trace: ReadonlyArray<LogicStep> | null }>`
-      SELECT w.ledger_id, q.id AS response_id, w.joined, w.trace FROM unnest(${texts([...predecessors.keys()])}) AS q(id)
-      CROSS JOIN LATERAL (SELECT d.ledger_id, d.raw_context IS NOT NULL AS joined, d.derivation->'logic_trace' AS trace
-        FROM decisions d WHERE d.previous_response_id = q.id AND d.previous_ledger_id IS NULL AND d.erasure_id IS NULL LIMIT 100) w`
-    if (waiting.length === 0) return
-    const links = waiting.map((row) => {
-      const predecessor = predecessors.get(row.response_id)!
-      return {
-        ledger_id: row.ledger_id,
-        previous: predecessor.capture.ledger_id,
-        trace: row.joined ? null : pgJson(continueTrace(predecessor.trace, row.trace ?? []))
-      }
-    })
-    // built_at moves, so consumers following it (analytics) see the decision changed
-    yield* sql`
-      UPDATE decisions d SET previous_ledger_id = v.previous,
-        derivation = CASE WHEN v.trace IS NULL THEN d.derivation ELSE jsonb_set(d.derivation::jsonb, '{logic_trace}', v.trace::jsonb)::json END,
-        built_at = clock_timestamp()
-      FROM UNNEST(${uuids(links.map((link) => link.ledger_id))}, ${uuids(links.map((link) => link.previous))},
-        ${texts(links.map((link) => link.trace))}) AS v(ledger_id, previous, trace)
-      WHERE d.ledger_id = v.ledger_id`
-  })
-
-/** What the transaction reads of a derivation: the row's columns and the rollups' figures. */
-export interface HeldDerivation {
-  readonly title: string
-  readonly intent: Derivation["intent"]
-  readonly outcome: Derivation["outcome"]
-  readonly cost: { readonly total_usd: number | null }
-  readonly quality: { readonly value: number }
-  readonly confidence: { readonly value: number }
-}
-
-/**
- * A reconstruction as its batch holds it until commit. A batch of thousands outlives several young-generation
- * collections, and each copies what it still holds: whole derivations (trace, evidence, scores' reasons) were about a
- * third of a short decision's copied bytes and most of its objects (bench/RESULTS.md, "What a batch holds").
- */
-export interface HeldReconstruction extends Omit<Reconstruction, "derivation" | "subjects"> {
-  readonly derivation: HeldDerivation
-  /**
-   * The whole derivation of a Responses API call, the one kind a call continues (`previous_response_id`): the
-   * transaction may open its trace with the turns it continues (linkChains) or read its trace for a successor built
-   * before it (linkSuccessors). Undefined for the others.
-   */
-  readonly whole: Derivation | undefined
-}
-
-/**
- * What a decision's row holds that no lock decides: what its chain hash covers apart from its place, and its JSON
- * texts. Computed before the batch's transaction (by a consumer while its previous batch commits), so none of it
- * runs while the batch holds its locks. The texts are kept as UTF-8 bytes, outside the JavaScript heap, which
- * collections do not copy (a text with one character beyond Latin-1, such as an intent reason's arrow, takes two
- * bytes a character there); they are what the driver would have encoded anyway.
- */
-interface Prepared {
-  readonly draft: ChainDraft
-  /** the derivation the JSON text is of: a call that continues another gets a new one, its trace joined (linkChains) */
-  readonly derivationOf: Derivation | undefined
-  readonly derivation: Buffer
-  readonly subjects: Buffer
-}
-
-/** A reconstruction and its row's prepared parts: what `storeBatch` stores. */
-export interface StorableDecision {
-  readonly reconstruction: HeldReconstruction
-  readonly prepared: Prepared
-}
-
-/** JSON text for a json or jsonb column as UTF-8 bytes, sent as bytea (`convert_from(…, 'UTF8')` in SQL). */
-const jsonBytes = (value: unknown) => Buffer.from(pgJson(value))
-
-/** Prepares a reconstruction's row (see Prepared) and what its batch holds of it until commit (HeldReconstruction). */
-export const storable = (reconstruction: Reconstruction): StorableDecision => {
-  const { derivation, subjects, ...call } = reconstruction
-  const whole = captureApi(call.capture) === "responses" ? derivation : undefined
-  return {
-    reconstruction: {
-      ...call,
-      whole,
-      derivation: whole ?? {
-        title: derivation.title,
-        intent: derivation.intent,
-        outcome: derivation.outcome,
-        cost: { total_usd: derivation.cost.total_usd },
-        quality: { value: derivation.quality.value },
-        confidence: { value: derivation.confidence.value }
-      }
-    },
-    prepared: {
-      draft: chainDraft(call.capture, reconstruction),
-      derivationOf: whole,
-      derivation: jsonBytes(derivation),
-      subjects: jsonBytes(subjects)
-    }
-  }
-}
-
-/** The derivation's JSON text: the one prepared, unless the derivation changed since. */
-const derivationJson = (prepared: Prepared, item: HeldReconstruction) =>
-  item.whole === prepared.derivationOf ? prepared.derivation : jsonBytes(item.whole)
 
 /** Where a group's new decisions go: their sessions, predecessors and chain links, and who built them. */
 interface Placement {
@@ -431,119 +146,6 @@ const insertDecisions = (scope: WorkspaceScope, items: ReadonlyArray<HeldReconst
       return yield* Effect.die(new Error(`chained ${items.length} decisions but inserted ${counted?.inserted}; the batch is retried`))
     }
   })
-
-/**
- * Absolute session rollups (the agent lock makes read-modify-write safe); new sessions are inserted. The builder's
- * summary is written until analytics has written one of its own (migration 0011).
- */
-export const writeSessions = (
-  scope: WorkspaceScope,
-  sessions: ReadonlyArray<{ readonly session_id: string; readonly agent_id: string; readonly execution_id: string | null; readonly rollup: SessionRollup }>
-) =>
-  Effect.gen(function*() {
-    if (sessions.length === 0) return
-    const sql = yield* ScopedSql
-    yield* sql`
-      INSERT INTO sessions (session_id, tenant_id, workspace_id, agent_id, execution_id, started_at, ended_at,
-        decision_count, error_count, total_cost_usd, total_tokens, summary, first_ledger_id, first_at, first_title)
-      SELECT session_id, ${scope.tenant_id}::uuid, ${scope.workspace_id}::uuid, agent_id, execution_id, started_at,
-        ended_at, decision_count, error_count, total_cost_usd, total_tokens, summary, first_ledger_id, first_at, first_title
-      FROM ${zipped(sql, {
-        session_id: uuids(sessions.map((s) => s.session_id)),
-        agent_id: texts(sessions.map((s) => pgText(s.agent_id))),
-        execution_id: texts(sessions.map((s) => s.execution_id === null ? null : pgText(s.execution_id))),
-        started_at: times(sessions.map((s) => s.rollup.started_at)),
-        ended_at: times(sessions.map((s) => s.rollup.ended_at)),
-        decision_count: floats(sessions.map((s) => s.rollup.decision_count)),
-        error_count: floats(sessions.map((s) => s.rollup.error_count)),
-        total_cost_usd: floats(sessions.map((s) => s.rollup.total_cost_usd)),
-        total_tokens: floats(sessions.map((s) => s.rollup.total_tokens)),
-        summary: texts(sessions.map((s) => pgText(sessionSummary(s.rollup)))),
-        first_ledger_id: uuids(sessions.map((s) => s.rollup.first.ledger_id)),
-        first_at: times(sessions.map((s) => s.rollup.first.at)),
-        first_title: texts(sessions.map((s) => pgText(s.rollup.first.title)))
-      })} AS v
-      ON CONFLICT (session_id) DO UPDATE SET started_at = EXCLUDED.started_at, ended_at = EXCLUDED.ended_at,
-        decision_count = EXCLUDED.decision_count, error_count = EXCLUDED.error_count,
-        total_cost_usd = EXCLUDED.total_cost_usd, total_tokens = EXCLUDED.total_tokens,
-        summary = CASE WHEN sessions.summary_by_analytics THEN sessions.summary ELSE EXCLUDED.summary END,
-        first_ledger_id = EXCLUDED.first_ledger_id, first_at = EXCLUDED.first_at, first_title = EXCLUDED.first_title`
-  })
-
-interface AgentDelta {
-  agent_name: string | null
-  named_at: number
-  decision_count: number
-  session_count: number
-  error_count: number
-  total_cost_usd: number
-  total_tokens: number
-  confidence_sum: number
-  first_seen_at: number
-  last_seen_at: number
-}
-
-/** The agents' rollups added in one upsert (none when nothing changed); sent with the chain's lock (lockChain). */
-const agentsUpsert = (sql: ScopedSql["Service"], scope: WorkspaceScope, deltas: ReadonlyMap<string, AgentDelta>) => {
-  if (deltas.size === 0) return undefined
-  const ids = [...deltas.keys()]
-  const list = [...deltas.values()]
-  // The name follows the most recent call that carried one; a late capture does not rename the agent back.
-  return sql`
-    INSERT INTO agents (tenant_id, workspace_id, agent_id, agent_name, decision_count, session_count, error_count,
-      total_cost_usd, total_tokens, confidence_sum, first_seen_at, last_seen_at)
-    SELECT ${scope.tenant_id}::uuid, ${scope.workspace_id}::uuid, agent_id, agent_name, decision_count, session_count,
-      error_count, total_cost_usd, total_tokens, confidence_sum, first_seen_at, last_seen_at
-    FROM ${zipped(sql, {
-      agent_id: texts(ids.map(pgText)),
-      agent_name: texts(list.map((d) => d.agent_name === null ? null : pgText(d.agent_name))),
-      decision_count: floats(list.map((d) => d.decision_count)),
-      session_count: floats(list.map((d) => d.session_count)),
-      error_count: floats(list.map((d) => d.error_count)),
-      total_cost_usd: floats(list.map((d) => d.total_cost_usd)),
-      total_tokens: floats(list.map((d) => d.total_tokens)),
-      confidence_sum: floats(list.map((d) => d.confidence_sum)),
-      first_seen_at: times(list.map((d) => d.first_seen_at)),
-      last_seen_at: times(list.map((d) => d.last_seen_at))
-    })} AS v
-    ON CONFLICT (tenant_id, workspace_id, agent_id) DO UPDATE SET
-      agent_name = CASE WHEN EXCLUDED.last_seen_at >= agents.last_seen_at
-        THEN COALESCE(EXCLUDED.agent_name, agents.agent_name) ELSE COALESCE(agents.agent_name, EXCLUDED.agent_name) END,
-      decision_count = agents.decision_count + EXCLUDED.decision_count,
-      session_count = agents.session_count + EXCLUDED.session_count,
-      error_count = agents.error_count + EXCLUDED.error_count,
-      total_cost_usd = agents.total_cost_usd + EXCLUDED.total_cost_usd,
-      total_tokens = agents.total_tokens + EXCLUDED.total_tokens,
-      confidence_sum = agents.confidence_sum + EXCLUDED.confidence_sum,
-      first_seen_at = LEAST(agents.first_seen_at, EXCLUDED.first_seen_at),
-      last_seen_at = GREATEST(agents.last_seen_at, EXCLUDED.last_seen_at)`
-}
-
-const addToRollup = (rollup: SessionRollup | undefined, item: HeldReconstruction): SessionRollup => {
-  const facts = callFacts(item)
-  const start = item.capture.started_at
-  const first = { at: start, ledger_id: item.capture.ledger_id, title: item.derivation.title }
-  return {
-    decision_count: (rollup?.decision_count ?? 0) + 1,
-    error_count: (rollup?.error_count ?? 0) + (facts.isError ? 1 : 0),
-    total_cost_usd: (rollup?.total_cost_usd ?? 0) + (facts.costUsd ?? 0),
-    total_tokens: (rollup?.total_tokens ?? 0) + facts.tokens,
-    started_at: Math.min(rollup?.started_at ?? start, start),
-    ended_at: Math.max(rollup?.ended_at ?? -Infinity, start + facts.latencyMs),
-    first: rollup === undefined ? first : earlierFirst(rollup.first, first)
-  }
-}
-
-const foldRollups = (into: SessionRollup | undefined, from: SessionRollup | undefined): SessionRollup | undefined =>
-  into === undefined ? from : from === undefined ? into : {
-    decision_count: into.decision_count + from.decision_count,
-    error_count: into.error_count + from.error_count,
-    total_cost_usd: into.total_cost_usd + from.total_cost_usd,
-    total_tokens: into.total_tokens + from.total_tokens,
-    started_at: Math.min(into.started_at, from.started_at),
-    ended_at: Math.max(into.ended_at, from.ended_at),
-    first: earlierFirst(into.first, from.first)
-  }
 
 /**
  * One model call is one decision whichever way it came (docs/ARCHITECTURE.md, "The promises"): a transcript turn
@@ -648,18 +250,7 @@ const storeGroup = (
     }
     const agents = new Map<string, AgentDelta>()
     const agentDelta = (agentId: string): AgentDelta => {
-      const delta = agents.get(agentId) ?? {
-        agent_name: null,
-        named_at: -Infinity,
-        decision_count: 0,
-        session_count: 0,
-        error_count: 0,
-        total_cost_usd: 0,
-        total_tokens: 0,
-        confidence_sum: 0,
-        first_seen_at: Infinity,
-        last_seen_at: -Infinity
-      }
+      const delta = agents.get(agentId) ?? noAgentDelta()
       agents.set(agentId, delta)
       return delta
     }
