@@ -7,7 +7,8 @@ import { CaptureShards, shardStats, totalStats } from "../capture/CaptureShards.
 import { LedgerConfig } from "../config/LedgerConfig.ts"
 
 export const deferredRounds = Metric.counter("ledger_analytics_deferred_rounds_total", {
-  description: "Analytics rounds skipped or stopped early because ingest was behind (LEDGER_ANALYTICS_YIELD_BACKLOG, LEDGER_ANALYTICS_YIELD_AGE_MS)",
+  description:
+    "Times analytics stepped aside because ingest was behind: rounds skipped, and workspaces' batches stopped early (LEDGER_ANALYTICS_YIELD_BACKLOG, LEDGER_ANALYTICS_YIELD_AGE_MS)",
   incremental: true
 })
 
