@@ -39,66 +39,73 @@ const shardedWithLimits = (shards: number, limits: { readonly yieldBacklog: numb
       analytics: { ...defaultAnalyticsSettings, ...limits }
     }))))))
 
+/** A guarded step that counts the rounds it ran. */
+const countingRounds = (fiber: string) =>
+  Effect.gen(function*() {
+    const count = yield* Ref.make(0)
+    return { guarded: yield* yieldingToIngest(fiber, () => Ref.update(count, (n) => n + 1)), rounds: Ref.get(count) }
+  })
+
+/** A builder's consumer reads what waits in `stream` and commits it. */
+const buildAll = (stream: CaptureStream["Service"]) =>
+  Effect.flatMap(stream.read("builder-1", { count: 10, blockMs: 0 }), (entries) => stream.ack(entries.map((entry) => entry.id)))
+
 describe("analytics yields to ingest", () => {
   it.effect("skips rounds while more captures than the limit wait, at most a minute in a row, and runs once they drain", () =>
     Effect.gen(function*() {
       const stream = yield* CaptureStream
-      const rounds = yield* Ref.make(0)
-      const guarded = yield* yieldingToIngest("test-fiber", () => Ref.update(rounds, (n) => n + 1))
+      const { guarded, rounds } = yield* countingRounds("test-fiber")
       const deferred = Metric.withAttributes(deferredRounds, { fiber: "test-fiber" })
       const deferredBefore = (yield* Metric.value(deferred)).count
 
       yield* guarded
-      assert.strictEqual(yield* Ref.get(rounds), 1, "no backlog: the round runs")
+      assert.strictEqual(yield* rounds, 1, "no backlog: the round runs")
 
       yield* stream.publish(["a", "b", "c"], batchIds()())
       yield* guarded
       yield* TestClock.adjust("30 seconds")
       yield* guarded
-      assert.strictEqual(yield* Ref.get(rounds), 1, "three captures waiting, limit two: rounds are skipped")
+      assert.strictEqual(yield* rounds, 1, "three captures waiting, limit two: rounds are skipped")
       assert.strictEqual((yield* Metric.value(deferred)).count - deferredBefore, 2)
 
       yield* TestClock.adjust("31 seconds")
       yield* guarded
-      assert.strictEqual(yield* Ref.get(rounds), 2, "after a minute of skipping, a round runs anyway")
+      assert.strictEqual(yield* rounds, 2, "after a minute of skipping, a round runs anyway")
       yield* guarded
-      assert.strictEqual(yield* Ref.get(rounds), 2, "and the next one yields again")
+      assert.strictEqual(yield* rounds, 2, "and the next one yields again")
 
-      const entries = yield* stream.read("builder-1", { count: 10, blockMs: 0 })
-      yield* stream.ack(entries.map((entry) => entry.id))
+      yield* buildAll(stream)
       yield* guarded
-      assert.strictEqual(yield* Ref.get(rounds), 3, "the backlog drained: rounds run")
+      assert.strictEqual(yield* rounds, 3, "the backlog drained: rounds run")
     }).pipe(Effect.provide(streamWithLimits({ yieldBacklog: 2, yieldAgeMs: 0 }))))
 
   it.effect("never yields when both limits are 0", () =>
     Effect.gen(function*() {
       const stream = yield* CaptureStream
-      const rounds = yield* Ref.make(0)
-      const guarded = yield* yieldingToIngest("test-fiber-unlimited", () => Ref.update(rounds, (n) => n + 1))
+      const { guarded, rounds } = yield* countingRounds("test-fiber-unlimited")
       yield* stream.publish(["a", "b", "c"], batchIds()())
       yield* TestClock.adjust("10 seconds")
       yield* guarded
-      assert.strictEqual(yield* Ref.get(rounds), 1)
+      assert.strictEqual(yield* rounds, 1)
     }).pipe(Effect.provide(streamWithLimits({ yieldBacklog: 0, yieldAgeMs: 0 }))))
 
   it.effect("skips rounds while the oldest capture not yet committed arrived longer ago than the age limit", () =>
     Effect.gen(function*() {
       const stream = yield* CaptureStream
-      const rounds = yield* Ref.make(0)
-      const guarded = yield* yieldingToIngest("test-fiber-age", () => Ref.update(rounds, (n) => n + 1))
+      const { guarded, rounds } = yield* countingRounds("test-fiber-age")
 
       yield* stream.publish(["a"], batchIds()())
       yield* guarded
-      assert.strictEqual(yield* Ref.get(rounds), 1, "one capture, just arrived: the round runs")
+      assert.strictEqual(yield* rounds, 1, "one capture, just arrived: the round runs")
       yield* TestClock.adjust("301 millis")
       yield* guarded
-      assert.strictEqual(yield* Ref.get(rounds), 1, "unread for longer than the limit: the round yields")
+      assert.strictEqual(yield* rounds, 1, "unread for longer than the limit: the round yields")
       const entries = yield* stream.read("builder-1", { count: 10, blockMs: 0 })
       yield* guarded
-      assert.strictEqual(yield* Ref.get(rounds), 1, "read but not committed: still waiting, still yields")
+      assert.strictEqual(yield* rounds, 1, "read but not committed: still waiting, still yields")
       yield* stream.ack(entries.map((entry) => entry.id))
       yield* guarded
-      assert.strictEqual(yield* Ref.get(rounds), 2, "committed: the round runs")
+      assert.strictEqual(yield* rounds, 2, "committed: the round runs")
     }).pipe(Effect.provide(streamWithLimits({ yieldBacklog: 0, yieldAgeMs: 300 }))))
 
   it.effect("tells a running step to stop early once ingest falls behind, except in the round a minute of yielding forces", () =>
@@ -126,39 +133,35 @@ describe("analytics yields to ingest", () => {
           yield* TestClock.adjust("301 millis")
           return yield* stopEarly
         }))
-      yield* stream.ack((yield* stream.read("builder-1", { count: 10, blockMs: 0 })).map((entry) => entry.id))
+      yield* buildAll(stream)
       assert.isTrue(yield* running)
     }).pipe(Effect.provide(streamWithLimits({ yieldBacklog: 0, yieldAgeMs: 300 }))))
 
   it.effect("counts the backlog of every shard, not only the first", () =>
     Effect.gen(function*() {
       const shards = yield* CaptureShards
-      const rounds = yield* Ref.make(0)
-      const guarded = yield* yieldingToIngest("test-fiber-shards", () => Ref.update(rounds, (n) => n + 1))
+      const { guarded, rounds } = yield* countingRounds("test-fiber-shards")
       yield* shards.streams[2]!.publish(["a", "b", "c"], batchIds()())
       yield* guarded
-      assert.strictEqual(yield* Ref.get(rounds), 0, "three captures waiting in the third shard, limit two: the round yields")
-      const entries = yield* shards.streams[2]!.read("builder-1", { count: 10, blockMs: 0 })
-      yield* shards.streams[2]!.ack(entries.map((entry) => entry.id))
+      assert.strictEqual(yield* rounds, 0, "three captures waiting in the third shard, limit two: the round yields")
+      yield* buildAll(shards.streams[2]!)
       yield* guarded
-      assert.strictEqual(yield* Ref.get(rounds), 1, "drained: the round runs")
+      assert.strictEqual(yield* rounds, 1, "drained: the round runs")
     }).pipe(Effect.provide(shardedWithLimits(3, { yieldBacklog: 2, yieldAgeMs: 0 })), Effect.scoped))
 
   it.effect("reads the age of every shard from Redis", () =>
     Effect.gen(function*() {
       const shards = yield* CaptureShards
-      const rounds = yield* Ref.make(0)
-      const guarded = yield* yieldingToIngest("test-fiber-shard-age", () => Ref.update(rounds, (n) => n + 1))
+      const { guarded, rounds } = yield* countingRounds("test-fiber-shard-age")
       yield* shards.streams[1]!.publish(["a"], batchIds()())
       yield* guarded
-      assert.strictEqual(yield* Ref.get(rounds), 1, "just arrived")
+      assert.strictEqual(yield* rounds, 1, "just arrived")
       yield* Effect.sleep("400 millis").pipe(TestClock.withLive)
       yield* guarded
-      assert.strictEqual(yield* Ref.get(rounds), 1, "waiting in the second shard longer than 300 ms by Redis's clock: the round yields")
-      const entries = yield* shards.streams[1]!.read("builder-1", { count: 10, blockMs: 0 })
-      yield* shards.streams[1]!.ack(entries.map((entry) => entry.id))
+      assert.strictEqual(yield* rounds, 1, "waiting in the second shard longer than 300 ms by Redis's clock: the round yields")
+      yield* buildAll(shards.streams[1]!)
       yield* guarded
-      assert.strictEqual(yield* Ref.get(rounds), 2, "committed: the round runs")
+      assert.strictEqual(yield* rounds, 2, "committed: the round runs")
     }).pipe(Effect.provide(shardedWithLimits(2, { yieldBacklog: 0, yieldAgeMs: 300 })), Effect.scoped))
 })
 
