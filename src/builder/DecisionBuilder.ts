@@ -1,6 +1,6 @@
 /**
  * The decision builder (docs/ARCHITECTURE.md, step 4 of a call and the promises it keeps): consumers of the capture stream's group that turn each batch of
- * captures into decisions, in one transaction per batch, and acknowledge after commit.
+ * captures into decisions, in one transaction per workspace of a batch, and acknowledge each after its commit.
  *
  * Failure handling, by what failed:
  * - a payload that is not a storable capture, or whose derivation throws: dead-lettered with the reason, at once;
@@ -31,7 +31,7 @@ import { afterDerivation, beforeDerivation, ContentPolicies } from "./ContentPol
 import { decodedEntry, reconstruction, rejection, type StorableCapture, UnbuildableCapture } from "./reconstruct.ts"
 import { IntegrityKeys } from "../integrity/IntegrityKeys.ts"
 import { type StorableDecision, storable } from "./prepared.ts"
-import { storeBatch } from "./store.ts"
+import { byWorkspace, storeBatch } from "./store.ts"
 import { byPayloadBytes } from "./batchSizing.ts"
 import { yieldEvery } from "./yielding.ts"
 
@@ -165,14 +165,14 @@ export const makeDecisionBuilder = Effect.gen(function*() {
       return policies
     })
 
-  const store = (record: string, items: ReadonlyArray<Pending>): Effect.Effect<Stored> =>
+  const store = (record: string, scope: WorkspaceScope, items: ReadonlyArray<Pending>): Effect.Effect<Stored> =>
     Effect.gen(function*() {
       if (items.length === 0) return { committed: [], inserted: new Set<string>(), deadLettered: 0, released: [] }
       let attempts = 0
       let unexplained = 0
       const retrying = (failure: Failure) =>
         failure.kind === "unavailable" || (failure.kind === "other" && unexplained < OTHER_FAILURE_ATTEMPTS)
-      const result = yield* storeBatch(items.map((item) => item.decision), { gapMs, consumer: record }).pipe(
+      const result = yield* storeBatch(scope, items.map((item) => item.decision), { gapMs, consumer: record }).pipe(
         Effect.provideService(TenantSql, tenantSql),
         Effect.provideService(IntegrityKeys, integrityKeys),
         Effect.timeoutOrElse({ duration: BATCH_TIMEOUT, orElse: () => Effect.fail("timeout" as const) }),
@@ -207,8 +207,8 @@ export const makeDecisionBuilder = Effect.gen(function*() {
         }
         // find the capture at fault; the rest of the batch commits
         const half = Math.ceil(items.length / 2)
-        const first = yield* store(record, items.slice(0, half))
-        const second = yield* store(record, items.slice(half))
+        const first = yield* store(record, scope, items.slice(0, half))
+        const second = yield* store(record, scope, items.slice(half))
         return {
           committed: [...first.committed, ...second.committed],
           inserted: new Set([...first.inserted, ...second.inserted]),
@@ -270,9 +270,9 @@ export const makeDecisionBuilder = Effect.gen(function*() {
     return { pending, deadLettered, released: 0 } satisfies PreparedBatch
   })
 
-  /** One transaction's share of a batch: stored, then acknowledged. */
-  const commitPart = Effect.fnUntraced(function*(record: string, items: ReadonlyArray<Pending>) {
-    const stored = yield* store(record, items)
+  /** One transaction's share of a batch (of one workspace): stored, then acknowledged. */
+  const commitPart = Effect.fnUntraced(function*(record: string, scope: WorkspaceScope, items: ReadonlyArray<Pending>) {
+    const stored = yield* store(record, scope, items)
     if (stored.committed.length > 0) {
       yield* untilStreamAnswers("ack", stream.ack(stored.committed.map((item) => item.entry.id)))
       for (const item of stored.committed) failures.delete(item.entry.id)
@@ -290,12 +290,14 @@ export const makeDecisionBuilder = Effect.gen(function*() {
 
   const commit = Effect.fn("DecisionBuilder.commit")(function*(record: string, prepared: PreparedBatch) {
     const outcome = { built: 0, duplicates: 0, deadLettered: prepared.deadLettered, released: prepared.released }
-    for (const part of byPayloadBytes(prepared.pending, settings.builderBatchBytes)) {
-      const stored = yield* commitPart(record, part)
-      outcome.built += stored.inserted.size
-      outcome.duplicates += stored.committed.length - stored.inserted.size
-      outcome.deadLettered += stored.deadLettered
-      outcome.released += stored.released.length
+    for (const { scope, items } of byWorkspace(prepared.pending, (item) => item.decision.reconstruction.capture)) {
+      for (const part of byPayloadBytes(items, settings.builderBatchBytes)) {
+        const stored = yield* commitPart(record, scope, part)
+        outcome.built += stored.inserted.size
+        outcome.duplicates += stored.committed.length - stored.inserted.size
+        outcome.deadLettered += stored.deadLettered
+        outcome.released += stored.released.length
+      }
     }
     return outcome satisfies BatchOutcome
   })
@@ -310,7 +312,8 @@ export class DecisionBuilder extends Context.Service<DecisionBuilder, {
   /** Decodes and derives delivered entries, dead-lettering those that cannot be built. */
   prepare(entries: ReadonlyArray<StreamEntry>): Effect.Effect<PreparedBatch>
   /**
-   * Stores a prepared batch in one transaction and acknowledges its entries after commit (see the module comment).
+   * Stores a prepared batch, a transaction a workspace, and acknowledges each one's entries after its commit (see the
+   * module comment).
    * `record` names the throughput record the batch is counted under (`ledger status`): one per consumer loop.
    */
   commit(record: string, prepared: PreparedBatch): Effect.Effect<BatchOutcome>

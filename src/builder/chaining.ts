@@ -3,8 +3,8 @@
  * batch's transaction:
  *
  * - `lockChain` takes the workspace's head row (created on first use) for the rest of the transaction, so seq is
- *   gapless and in commit order: a batch that rolls back leaves neither rows nor a moved head. Groups are stored in
- *   ascending workspace order and every agent lock is taken before any chain lock, so builders never deadlock.
+ *   gapless and in commit order: a batch that rolls back leaves neither rows nor a moved head. A transaction writes
+ *   one workspace and takes its agents' locks before the chain's, so builders never deadlock.
  * - `chainDraft` computes what a decision's hash covers apart from its place — its facts and the hash of its raw
  *   exchange — before the transaction, so the locks are not held for it.
  * - `chainLinks` numbers the new decisions and hashes each over its facts, its predecessor's hash and its raw hash;

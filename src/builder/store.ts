@@ -1,14 +1,17 @@
 /**
  * The builder's writes (docs/ARCHITECTURE.md, "The promises": no duplicate, tenants isolated): decisions, sessions
- * and rollups for a batch of reconstructions, inside one `TenantSql.write` transaction as the builder role.
+ * and rollups for one workspace's share of a batch, inside one `TenantSql.write` transaction as the builder role.
  *
- * - Every agent of the batch is locked first (`pg_advisory_xact_lock`, in ascending key order, so builders never
+ * - Every agent of the share is locked first (`pg_advisory_xact_lock`, in ascending key order, so builders never
  *   deadlock): session assignment reads, plans and writes an agent's sessions with nothing else changing them.
- * - Then per tenant/workspace group (`rescope`): the ledger ids already stored are probed under those locks (a
- *   capture's ledger id belongs to one agent, so no other builder can insert it meanwhile) and only the new calls
- *   go on — a redelivered capture inserts nothing and so changes nothing. One statement per table for the whole
- *   group, its rows `zipped` from parallel arrays: sessions and agents, then the decisions, last, because they take
- *   the workspace's chain (chaining.ts) whose lock serialises every builder writing to the workspace until commit.
+ * - Then the ledger ids already stored are probed under those locks (a capture's ledger id belongs to one agent, so
+ *   no other builder can insert it meanwhile) and only the new calls go on — a redelivered capture inserts nothing
+ *   and so changes nothing. One statement per table for the whole share, its rows `zipped` from parallel arrays:
+ *   sessions and agents, then the decisions, last, because they take the workspace's chain (chaining.ts) whose lock
+ *   serialises every builder writing to the workspace until commit.
+ * - A batch spanning several workspaces commits each in a transaction of its own (`byWorkspace`), so builders whose
+ *   batches share workspaces write different ones at the same time instead of waiting for each other's whole batch
+ *   (bench/RESULTS.md, "One transaction per workspace").
  */
 import { Clock, Effect, Metric } from "effect"
 import type { SqlError } from "effect/sql"
@@ -36,19 +39,28 @@ export interface StoredBatch {
 
 const groupKey = (scope: WorkspaceScope) => `${scope.tenant_id}/${scope.workspace_id}`
 
-/** Calls of one group, deduplicated by ledger id (a capture published twice can land in one batch). */
-const groupByWorkspace = (batch: ReadonlyArray<HeldReconstruction>) => {
-  const groups = new Map<string, { scope: WorkspaceScope; items: Map<string, HeldReconstruction> }>()
-  for (const item of batch) {
-    const key = groupKey(item.capture)
-    const group = groups.get(key) ?? { scope: item.capture, items: new Map() }
-    if (!group.items.has(item.capture.ledger_id)) group.items.set(item.capture.ledger_id, item)
-    groups.set(key, group)
+/**
+ * A batch's items by workspace, in ascending workspace order: each workspace's share is stored in a transaction of its
+ * own. Builders take shares in the same order, so two whose batches hold the same workspaces settle into writing
+ * different ones rather than queueing for one.
+ */
+export const byWorkspace = <A>(items: ReadonlyArray<A>, scopeOf: (item: A) => WorkspaceScope) => {
+  const groups = new Map<string, { scope: WorkspaceScope; items: Array<A> }>()
+  for (const item of items) {
+    const scope = scopeOf(item)
+    const key = groupKey(scope)
+    const group = groups.get(key)
+    if (group === undefined) groups.set(key, { scope: { tenant_id: scope.tenant_id, workspace_id: scope.workspace_id }, items: [item] })
+    else group.items.push(item)
   }
-  return [...groups.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([, group]) => ({
-    scope: { tenant_id: group.scope.tenant_id, workspace_id: group.scope.workspace_id },
-    items: [...group.items.values()]
-  }))
+  return [...groups.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([, group]) => group)
+}
+
+/** A workspace's calls, deduplicated by ledger id (a capture published twice can land in one batch). */
+const distinctCalls = (items: ReadonlyArray<HeldReconstruction>) => {
+  const calls = new Map<string, HeldReconstruction>()
+  for (const item of items) if (!calls.has(item.capture.ledger_id)) calls.set(item.capture.ledger_id, item)
+  return [...calls.values()]
 }
 
 /** Where a group's new decisions go: their sessions, predecessors and chain links, and who built them. */
@@ -177,7 +189,7 @@ const withoutTurnsRecorded = (items: ReadonlyArray<HeldReconstruction>) =>
 /** How far the gateways' and builders' clocks may disagree without a redelivered capture being stored twice. */
 const CLOCK_MARGIN_MS = 7 * 24 * 60 * 60 * 1000
 
-/** Builds one group (one tenant/workspace) inside the batch's transaction, after `rescope`. */
+/** Builds one workspace's calls inside their transaction, under their agents' locks. */
 const storeGroup = (
   scope: WorkspaceScope,
   group: ReadonlyArray<HeldReconstruction>,
@@ -309,35 +321,28 @@ const storeGroup = (
   })
 
 /**
- * Stores a batch in one transaction. `consumer` names the throughput record it is counted under (one per consumer
- * loop: two open transactions upserting one row would commit one after the other); the batch may span tenants and
- * workspaces.
+ * Stores one workspace's decisions in one transaction. `consumer` names the throughput record it is counted under (one
+ * per consumer loop: two open transactions upserting one row would commit one after the other).
  */
 export const storeBatch = (
+  scope: WorkspaceScope,
   batch: ReadonlyArray<StorableDecision>,
   options: { readonly gapMs: number; readonly consumer: string }
 ): Effect.Effect<StoredBatch, DatabaseUnavailable | SqlError.SqlError, TenantSql | IntegrityKeys> =>
   Effect.gen(function*() {
-    const groups = groupByWorkspace(batch.map((decision) => decision.reconstruction))
-    if (groups.length === 0) return { inserted: new Set<string>() }
+    const items = distinctCalls(batch.map((decision) => decision.reconstruction))
+    if (items.length === 0) return { inserted: new Set<string>() }
     const prepared = new Map(batch.map((decision) => [decision.reconstruction.capture.ledger_id, decision.prepared]))
     // one key per agent, not per decision: a batch of thousands holds a few hundred agents
-    const locks = groups.flatMap(({ items, scope }) =>
-      [...new Set(items.map((item) => item.capture.agent_id))].map((agent) => agentLockKey(scope, agent))
-    )
+    const locks = [...new Set(items.map((item) => item.capture.agent_id))].map((agent) => agentLockKey(scope, agent))
     const tenantSql = yield* TenantSql
     return yield* tenantSql.write(
-      groups[0]!.scope,
+      scope,
       Effect.gen(function*() {
         const asked = yield* Clock.currentTimeNanos
         yield* lockAgents(locks)
         yield* Metric.update(lockWait, Number((yield* Clock.currentTimeNanos) - asked) / 1e9)
-        const inserted = new Set<string>()
-        for (const [index, { items, scope }] of groups.entries()) {
-          if (index > 0) yield* tenantSql.rescope(scope)
-          for (const id of yield* storeGroup(scope, items, { ...options, prepared })) inserted.add(id)
-        }
-        return { inserted: inserted as ReadonlySet<string> }
+        return { inserted: yield* storeGroup(scope, items, { ...options, prepared }) }
       })
     )
   })

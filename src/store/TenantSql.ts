@@ -40,10 +40,8 @@ const unavailable = (error: SqlError.SqlError) =>
 export class TenantSql extends Context.Service<TenantSql, {
   /** Query layer: read-only role, tenant + workspace + (restricted) user scope. */
   read<A, E, R>(scope: TenantScope, effect: Effect.Effect<A, E, R>): Effect.Effect<A, ScopedError<E>, Exclude<R, ScopedSql>>
-  /** Decision builder: write role, tenant + workspace scope. Call `rescope` to switch workspace within the transaction. */
+  /** Decision builder: write role, tenant + workspace scope. */
   write<A, E, R>(scope: WorkspaceScope, effect: Effect.Effect<A, E, R>): Effect.Effect<A, ScopedError<E>, Exclude<R, ScopedSql>>
-  /** Within a `write` transaction: point the settings at another tenant/workspace (batches span tenants). */
-  rescope(scope: WorkspaceScope): Effect.Effect<void, DatabaseUnavailable, ScopedSql>
   /** Authentication and administration: the control role, which sees identity tables and no ledger rows. */
   control<A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, ScopedError<E>, Exclude<R, ScopedSql>>
 }>()("ledger/store/TenantSql") {
@@ -80,12 +78,6 @@ export class TenantSql extends Context.Service<TenantSql, {
       return TenantSql.of({
         read: (scope, effect) => scoped("ledger_reader", scope.tenant_id, scope.workspace_id, scope.user_id, scope.role, effect),
         write: (scope, effect) => scoped("ledger_builder", scope.tenant_id, scope.workspace_id, NIL, NIL, effect),
-        rescope: Effect.fnUntraced(function*(scope) {
-          const tx = yield* ScopedSql
-          yield* tx`SELECT set_config('ledger.tenant_id', ${scope.tenant_id}, true), set_config('ledger.workspace_id', ${scope.workspace_id}, true)`.pipe(
-            Effect.mapError(unavailable)
-          )
-        }),
         control: (effect) => scoped("ledger_control", NIL, NIL, NIL, NIL, effect)
       })
     })

@@ -4,7 +4,7 @@
  * batch going on), the maxDeliveries rule, and the consumer loops with the reclaimer.
  */
 import { assert, describe, layer } from "@effect/vitest"
-import { Effect, Layer, Metric } from "effect"
+import { Effect, Fiber, Layer, Metric } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Crypto from "node:crypto"
 import { BuilderWorkers } from "../../src/builder/BuilderWorkers.ts"
@@ -263,6 +263,39 @@ describe("DecisionBuilder", () => {
         }))
     }
   )
+
+  layer(builderStack("postgres"), { timeout: 120_000, excludeTestServices: true })("a batch over several workspaces", (it) => {
+    it.effect("commits a transaction a workspace: one workspace's decisions are stored and acknowledged while another's wait on its locks", () =>
+      Effect.gen(function*() {
+        const stream = yield* CaptureStream
+        const sql = yield* SqlClient.SqlClient
+        // workspaces are written in ascending order: the second one's agent is held by another transaction
+        const [first, second] = [yield* newWorkspace(), yield* newWorkspace()].sort((a, b) =>
+          `${a.tenant_id}/${a.workspace_id}` < `${b.tenant_id}/${b.workspace_id}` ? -1 : 1)
+        const release = yield* holdAgentLock({ tenant_id: second!.tenant_id, workspace_id: second!.workspace_id }, "agent-w")
+        yield* publish(Array.from({ length: 12 }, (_, i) =>
+          captureJson(i % 2 === 0 ? first! : second!, { agent_id: "agent-w", started_at: T0 + i * MINUTE, variant: i })))
+        const builder = yield* DecisionBuilder
+        const building = yield* Effect.forkChild(
+          Effect.flatMap(stream.read("workspaces-test", { count: 12, blockMs: 0 }), (entries) => builder.process("workspaces-test/0.0", entries))
+        )
+        const stored = (workspace: { readonly tenant_id: string }) =>
+          sql<{ n: number }>`SELECT count(*)::int AS n FROM decisions WHERE tenant_id = ${workspace.tenant_id}`.pipe(Effect.map((rows) => rows[0]!.n))
+        yield* eventually("the first workspace stored and acknowledged", Effect.gen(function*() {
+          return (yield* stored(first!)) === 6 && (yield* stream.stats).pending === 6
+        }), 20)
+        assert.strictEqual(yield* stored(second!), 0)
+
+        yield* release
+        assert.deepStrictEqual(yield* Fiber.join(building), { built: 12, duplicates: 0, deadLettered: 0, released: 0 })
+        assert.strictEqual(yield* stored(second!), 6)
+        assert.strictEqual((yield* stream.stats).pending, 0)
+        const transactions = yield* sql<{ xid: string }>`SELECT DISTINCT xmin::text AS xid FROM decisions
+          WHERE tenant_id IN (${first!.tenant_id}, ${second!.tenant_id})`
+        assert.strictEqual(transactions.length, 2)
+        assert.deepStrictEqual(yield* recount, [])
+      }).pipe(Effect.scoped))
+  })
 
   layer(builderStack("postgres", { builderConsumers: 1, builderBatchSize: 5, builderLingerMs: 0 }), { timeout: 120_000, excludeTestServices: true })(
     "a consumer reading ahead",

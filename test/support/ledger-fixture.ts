@@ -7,7 +7,7 @@ import { Effect } from "effect"
 import * as Crypto from "node:crypto"
 import { decodeEntry, reconstruct } from "../../src/builder/reconstruct.ts"
 import { storable } from "../../src/builder/prepared.ts"
-import { storeBatch } from "../../src/builder/store.ts"
+import { byWorkspace, storeBatch } from "../../src/builder/store.ts"
 import type { Capture } from "../../src/domain/capture.ts"
 import type { Principal } from "../../src/domain/principal.ts"
 import { Credentials } from "../../src/auth/Credentials.ts"
@@ -50,12 +50,17 @@ export const memberOf = (stack: ApiStackInfo, tenant: string, email: string, rol
 
 /**
  * Stores calls as the decision builder does — decoded, derived, placed in sessions and chained in their workspace —
- * as one batch (seeded rows are inserted as they are, unchained).
+ * as one batch, a transaction a workspace (seeded rows are inserted as they are, unchained). Yields the ids inserted.
  */
 export const buildDecisions = (stack: ApiStackInfo, captures: ReadonlyArray<Capture>) =>
   withStack(stack)(Effect.gen(function*() {
     const batch = yield* Effect.forEach(captures, (capture) => Effect.flatMap(decodeEntry(JSON.stringify(capture)), reconstruct))
-    return yield* storeBatch(batch.map(storable), { gapMs: stack.settings.sessionGapMinutes * MINUTE, consumer: "test-builder" })
+    const inserted = new Set<string>()
+    for (const { scope, items } of byWorkspace(batch.map(storable), (decision) => decision.reconstruction.capture)) {
+      const stored = yield* storeBatch(scope, items, { gapMs: stack.settings.sessionGapMinutes * MINUTE, consumer: "test-builder" })
+      for (const id of stored.inserted) inserted.add(id)
+    }
+    return { inserted: inserted as ReadonlySet<string> }
   }))
 
 export const seedTwoTenantLedger = (stack: ApiStackInfo) =>

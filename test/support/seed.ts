@@ -9,6 +9,7 @@
 import { Effect } from "effect"
 import { derive } from "../../src/builder/derive/derive.ts"
 import { extractSubjects, type Subject } from "../../src/builder/derive/subjects.ts"
+import { byWorkspace } from "../../src/builder/store.ts"
 import type { Capture } from "../../src/domain/capture.ts"
 import type { Derivation } from "../../src/domain/decision.ts"
 import { sessionSummary } from "../../src/domain/sessionSummary.ts"
@@ -323,30 +324,15 @@ const insertWorkspaceRows = (all: ReadonlyArray<SeedDecision>) =>
   })
 
 /**
- * Inserts decisions (any tenants and workspaces) in one builder-role transaction; returns how many were new.
- * Rows already stored (same ledger_id) are skipped and change no rollup.
+ * Inserts decisions (any tenants and workspaces), each workspace's in one builder-role transaction as the builder
+ * writes them; returns how many were new. Rows already stored (same ledger_id) are skipped and change no rollup.
  */
 export const insertDecisions = (rows: ReadonlyArray<SeedDecision>) =>
   Effect.gen(function*() {
     const tenantSql = yield* TenantSql
-    const byWorkspace = new Map<string, Array<SeedDecision>>()
-    for (const row of rows) {
-      const key = `${row.capture.tenant_id}/${row.capture.workspace_id}`
-      const group = byWorkspace.get(key)
-      if (group === undefined) byWorkspace.set(key, [row])
-      else group.push(row)
+    let inserted = 0
+    for (const { scope, items } of byWorkspace(rows, (row) => row.capture)) {
+      inserted += yield* tenantSql.write(scope, insertWorkspaceRows(items))
     }
-    const groups = [...byWorkspace.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([, group]) => group)
-    if (groups.length === 0) return 0
-    return yield* tenantSql.write(
-      groups[0]![0]!.capture,
-      Effect.gen(function*() {
-        let inserted = 0
-        for (const group of groups) {
-          yield* tenantSql.rescope(group[0]!.capture)
-          inserted += yield* insertWorkspaceRows(group)
-        }
-        return inserted
-      })
-    )
+    return inserted
   })
