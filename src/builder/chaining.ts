@@ -1,6 +1,6 @@
 /**
  * Chaining a batch's new decisions into their workspace's chain (docs/ARCHITECTURE.md, "Integrity"), inside the
- * batch's transaction:
+ * workspace's transaction:
  *
  * - `lockChain` takes the workspace's head row (created on first use) for the rest of the transaction, so seq is
  *   gapless and in commit order: a batch that rolls back leaves neither rows nor a moved head. A transaction writes

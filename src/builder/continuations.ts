@@ -1,6 +1,6 @@
 /**
  * Calls that continue another (a Responses API `previous_response_id`), linked to the decision they continue inside
- * a batch's transaction — both ways: a new call to a stored or batched predecessor, and stored calls built before
+ * its workspace's transaction — both ways: a new call to a stored or batched predecessor, and stored calls built before
  * their predecessor to the one just inserted.
  */
 import { Effect } from "effect"

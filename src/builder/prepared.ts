@@ -35,7 +35,7 @@ export interface HeldReconstruction extends Omit<Reconstruction, "derivation" | 
 
 /**
  * What a decision's row holds that no lock decides: what its chain hash covers apart from its place, and its JSON
- * texts. Computed before the batch's transaction (by a consumer while its previous batch commits), so none of it
+ * texts. Computed before the batch's transactions (by a consumer while its previous batch commits), so none of it
  * runs while the batch holds its locks. The texts are kept as UTF-8 bytes, outside the JavaScript heap, which
  * collections do not copy (a text with one character beyond Latin-1, such as an intent reason's arrow, takes two
  * bytes a character there); they are what the driver would have encoded anyway.
