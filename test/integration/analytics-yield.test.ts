@@ -50,6 +50,21 @@ const countingRounds = (fiber: string) =>
 const buildAll = (stream: CaptureStream["Service"]) =>
   Effect.flatMap(stream.read("builder-1", { count: 10, blockMs: 0 }), (entries) => stream.ack(entries.map((entry) => entry.id)))
 
+/** A new workspace with `total` decisions of one session, a second apart and ending a second ago (inserted 1,000 at a time). */
+const seededWorkspace = (tenant: string, total: number) =>
+  Effect.gen(function*() {
+    const created = yield* (yield* Credentials).bootstrap({ tenant, workspace: "ops", email: `${tenant}@example.test`, role: "member" })
+    const scope = { ...created, key_id: Crypto.randomUUID() }
+    const session = Crypto.randomUUID()
+    const started = Date.now() - total * 1_000
+    for (let from = 0; from < total; from += 1_000) {
+      yield* insertDecisions(Array.from({ length: Math.min(1_000, total - from) }, (_, i) =>
+        seedDecision(makeCapture({ scope, agent_id: "bulk", at: started + (from + i) * 1_000, template: TEMPLATES[(from + i) % TEMPLATES.length] }), session)
+      ))
+    }
+    return created
+  })
+
 describe("analytics yields to ingest", () => {
   it.effect("skips rounds while more captures than the limit wait, at most a minute in a row, and runs once they drain", () =>
     Effect.gen(function*() {
@@ -231,17 +246,9 @@ describe("analytics pacing", () => {
   layer(materializer.pipe(Layer.provideMerge(pacedStore)), { timeout: 120_000, excludeTestServices: true })((it) => {
     it.effect("a round that leaves a workspace behind is followed at once, not after the interval", () =>
       Effect.gen(function*() {
-        const created = yield* (yield* Credentials).bootstrap({ tenant: "paced", workspace: "ops", email: "paced@example.test", role: "member" })
-        const scope = { ...created, key_id: Crypto.randomUUID() }
         // more than one round's share of a workspace (10 batches of 500)
         const total = 5_300
-        const session = Crypto.randomUUID()
-        const started = Date.now() - total * 1_000
-        for (let from = 0; from < total; from += 1_000) {
-          yield* insertDecisions(Array.from({ length: Math.min(1_000, total - from) }, (_, i) =>
-            seedDecision(makeCapture({ scope, agent_id: "bulk", at: started + (from + i) * 1_000, template: TEMPLATES[(from + i) % TEMPLATES.length] }), session)
-          ))
-        }
+        const created = yield* seededWorkspace("paced", total)
         const tenantSql = yield* TenantSql
         const materialized = tenantSql.write(created, ScopedSql.use((sql) => sql<{ n: number }>`SELECT coalesce(sum(decisions), 0)::int AS n FROM hourly_rollups`))
           .pipe(Effect.map(([row]) => row!.n))
@@ -263,14 +270,8 @@ describe("analytics pacing", () => {
 
     it.effect("a round stops between batches when told ingest fell behind, and the next round goes on from there", () =>
       Effect.gen(function*() {
-        const created = yield* (yield* Credentials).bootstrap({ tenant: "stopped", workspace: "ops", email: "stopped@example.test", role: "member" })
-        const scope = { ...created, key_id: Crypto.randomUUID() }
         // three batches' worth (500 a batch)
-        const total = 1_200
-        const session = Crypto.randomUUID()
-        const started = Date.now() - total * 1_000
-        yield* insertDecisions(Array.from({ length: total }, (_, i) =>
-          seedDecision(makeCapture({ scope, agent_id: "bulk", at: started + i * 1_000, template: TEMPLATES[i % TEMPLATES.length] }), session)))
+        yield* seededWorkspace("stopped", 1_200)
         const asked = yield* Ref.make(0)
         const stopEarly = Effect.as(Ref.update(asked, (n) => n + 1), true)
 
