@@ -133,6 +133,9 @@ const insertDecisions = (scope: WorkspaceScope, items: ReadonlyArray<HeldReconst
       hash: digests((link) => link.hash),
       raw_hash: digests((link) => link.raw_hash)
     }
+    // a generic plan: a custom one folds the parameters into the plan as constants, copying megabytes of column
+    // arrays while planning (bench/RESULTS.md, "A generic plan for the decisions' insert")
+    yield* sql`SELECT set_config('plan_cache_mode', 'force_generic_plan', true)`
     const [counted] = yield* sql<{ inserted: number }>`
       WITH inserted AS (INSERT INTO decisions (ledger_id, tenant_id, workspace_id, user_id, key_id, agent_id, session_id, execution_id,
         created_at, provider, provider_type, model, stream, status, title, intent, outcome, cost_usd, quality, confidence,
