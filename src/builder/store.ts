@@ -176,10 +176,10 @@ const withoutTurnsRecorded = (items: ReadonlyArray<HeldReconstruction>) =>
     const sql = yield* ScopedSql
     const recorded = new Set(items.flatMap((item) => (isTurn(item) || item.responseId === null ? [] : [item.responseId])))
     const asked = [...new Set(items.flatMap((item) => (isTurn(item) && !recorded.has(item.responseId!) ? [item.responseId!] : [])))]
-    // probed key by key, like the ledger ids above
+    // probed key by key, like the ledger ids above; a turn is never a chat completion (migration 0025)
     const stored = asked.length === 0 ? [] : yield* sql<{ response_id: string }>`
       SELECT x.response_id FROM unnest(${texts(asked.map(pgText))}) AS q(id)
-      CROSS JOIN LATERAL (SELECT d.response_id FROM decisions d WHERE d.response_id = q.id LIMIT 1) x`
+      CROSS JOIN LATERAL (SELECT d.response_id FROM decisions d WHERE d.response_id = q.id AND d.api <> 'chat' LIMIT 1) x`
     for (const row of stored) recorded.add(row.response_id)
     return items.filter((item) => {
       if (!isTurn(item)) return true
