@@ -31,10 +31,14 @@ export interface ReplicaCluster {
 
 const asRoot = process.getuid?.() === 0
 
-/** Runs one of the server's programs, as `postgres` when this process is root (the server refuses root). */
+/**
+ * Runs one of the server's programs, as `postgres` when this process is root (the server refuses root). From the
+ * temporary directory: the checkout the tests run in may be closed to `postgres` (a clone in `mktemp -d`), and
+ * `pg_ctl` will not start a server from a directory it cannot enter.
+ */
 const run = (program: string, args: ReadonlyArray<string>) => {
   const [command, ...rest] = asRoot ? ["runuser", "-u", "postgres", "--", program, ...args] : [program, ...args]
-  ChildProcess.execFileSync(command!, rest, { stdio: "pipe", timeout: 60_000 })
+  ChildProcess.execFileSync(command!, rest, { stdio: "pipe", timeout: 60_000, cwd: Os.tmpdir() })
 }
 
 /** The directory of the local server's programs (pg_config's BINDIR, read through the admin connection). */
