@@ -1,7 +1,8 @@
 /**
  * Upgrading a ledger whose derivations were stored as jsonb (migration 0024): every partition's column becomes json
  * holding the same documents, compressed with lz4 as before (PostgreSQL does not carry a partitioned table's
- * compression to its partitions, nor keep a column's through a change of type).
+ * compression to its partitions, nor keep a column's through a change of type). Every partition's `raw_context`
+ * compresses with lz4 too (migration 0026).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { PgClient } from "@effect/sql-pg"
@@ -12,7 +13,7 @@ import { testDatabase } from "../support/db.ts"
 import { migrateBefore } from "../support/migrate.ts"
 
 describe("derivation upgrade", () => {
-  it.effect("jsonb derivations stored before migration 0024 become json, in every partition, still lz4", () =>
+  it.effect("jsonb derivations stored before migration 0024 become json, in every partition, still lz4; contexts lz4 too", () =>
     Effect.gen(function*() {
       const { url } = yield* testDatabase
       const [tenant, workspace] = [Crypto.randomUUID(), Crypto.randomUUID()]
@@ -37,12 +38,12 @@ describe("derivation upgrade", () => {
         const columns = yield* sql<{ relname: string; type: string; compression: string }>`
           SELECT c.relname, format_type(a.atttypid, a.atttypmod) AS type, a.attcompression::text AS compression
           FROM pg_partition_tree('decisions') t JOIN pg_class c ON c.oid = t.relid
-          JOIN pg_attribute a ON a.attrelid = t.relid AND a.attname = 'derivation' ORDER BY c.relname`
-        assert.deepStrictEqual(columns, [
-          { relname: "decisions", type: "json", compression: "l" },
-          { relname: "decisions_2030_01", type: "json", compression: "l" },
-          { relname: "decisions_legacy", type: "json", compression: "l" }
-        ])
+          JOIN pg_attribute a ON a.attrelid = t.relid AND a.attname IN ('derivation', 'raw_context') ORDER BY c.relname, a.attname`
+        // a Responses chain's context, left to the server's default before, compresses with lz4 too (0026)
+        assert.deepStrictEqual(columns, ["decisions", "decisions_2030_01", "decisions_legacy"].flatMap((relname) => [
+          { relname, type: "json", compression: "l" },
+          { relname, type: "text", compression: "l" }
+        ]))
         const rows = yield* sql<{ derivation: unknown; title: string }>`
           SELECT derivation, derivation->>'title' AS title FROM decisions ORDER BY created_at`
         assert.deepStrictEqual(rows, calls.map(() => ({ derivation, title: derivation.title })))

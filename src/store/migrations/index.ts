@@ -29,6 +29,7 @@ import { searchCompression } from "./0022_search_compression.ts"
 import { sessionFirst } from "./0023_session_first.ts"
 import { derivationJson } from "./0024_derivation_json.ts"
 import { responseIndex } from "./0025_response_index.ts"
+import { contextCompression } from "./0026_context_compression.ts"
 
 /** Ordered migrations; ids never change once released (the database records them). */
 export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
@@ -56,5 +57,6 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0022_search_compression": searchCompression,
   "0023_session_first": sessionFirst,
   "0024_derivation_json": derivationJson,
-  "0025_response_index": responseIndex
+  "0025_response_index": responseIndex,
+  "0026_context_compression": contextCompression
 }
