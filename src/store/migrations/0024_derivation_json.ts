@@ -1,4 +1,4 @@
-import { run } from "./sql.ts"
+import { lz4OnEveryPartition, run } from "./sql.ts"
 
 /**
  * A decision's derivation is stored as `json` (its text, checked as JSON) rather than `jsonb`. The builder writes it
@@ -21,11 +21,6 @@ export const derivationJson = run([
     EXCEPTION WHEN invalid_parameter_value THEN NULL;
     END;
     ALTER TABLE decisions ALTER COLUMN derivation TYPE json USING derivation::json;
-    FOR part IN SELECT relid FROM pg_partition_tree('decisions') LOOP
-      BEGIN
-        EXECUTE format('ALTER TABLE %s ALTER COLUMN derivation SET COMPRESSION lz4', part);
-      EXCEPTION WHEN feature_not_supported THEN NULL;
-      END;
-    END LOOP;
+    ${lz4OnEveryPartition("derivation")}
   END $$`
 ])

@@ -22,6 +22,19 @@ const tenantScope = `tenant_id = ${setting("tenant_id")}::uuid AND workspace_id 
 /** restricted members see only what their own gateway keys produced */
 export const notRestricted = `${setting("member_role")} IS DISTINCT FROM 'restricted'`
 
+/**
+ * PL/pgSQL statements that set lz4 on a column of `decisions` and of every partition of it: setting it on the
+ * partitioned table reaches only partitions made later. A server built without lz4 (PGlite) keeps pglz. For a block
+ * that declares `part regclass`.
+ */
+export const lz4OnEveryPartition = (column: string) =>
+  `FOR part IN SELECT relid FROM pg_partition_tree('decisions') LOOP
+      BEGIN
+        EXECUTE format('ALTER TABLE %s ALTER COLUMN ${column} SET COMPRESSION lz4', part);
+      EXCEPTION WHEN feature_not_supported THEN NULL;
+      END;
+    END LOOP;`
+
 export const run = (statements: ReadonlyArray<string>) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
