@@ -5,7 +5,7 @@
  * benchmark (run.ts) cannot resolve on a noisy machine. Each pass holds what it prepared, with the payloads, until
  * the pass ends, as the builder holds a batch until it commits: collecting what a batch holds is part of the cost.
  *
- *   npx node bench/ingest/prepare.ts [--captures realistic|short] [--rounds 24] [ROOT ...]
+ *   npx node bench/ingest/prepare.ts [--captures realistic|short|conversation] [--rounds 24] [ROOT ...]
  *
  * Each ROOT is a checkout (default: this one), e.g. a worktree of the commit before a change
  * (`git worktree add /tmp/base HEAD~1 && ln -s "$PWD/node_modules" /tmp/base/node_modules`). The captures come from
@@ -23,7 +23,8 @@ const { values, positionals } = parseArgs({
   options: { captures: { type: "string", default: "realistic" }, rounds: { type: "string", default: "24" } },
   allowPositionals: true
 })
-const CAPTURES = 4_000
+/** a batch's worth; long conversations (~110 KB each) a tenth of it, so that a pass stays a few seconds */
+const CAPTURES = values.captures === "conversation" ? 400 : 4_000
 const WARMUP_ROUNDS = 3
 const ROUNDS = Number(values.rounds)
 

@@ -5,7 +5,7 @@
  *
  *   npx node bench/ingest/run.ts [--builders 2] [--consumers 1] [--batch 4000] [--shards 1] [--workspaces 3]
  *                                [--rate 8000] [--seconds 20] [--latency-rate 1000] [--latency-seconds 20]
- *                                [--sustained-only] [--captures realistic|short]
+ *                                [--sustained-only] [--captures realistic|short|conversation]
  *
  * `--captures short` publishes the gateway benchmark's small call instead of the realistic shapes (captures.ts).
  * `--sustained-only` stops after phase 1 (for side-by-side runs of the builder's rate). `--shards N` runs the capture

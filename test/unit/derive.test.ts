@@ -510,6 +510,30 @@ describe("derive: evidence", () => {
     assert.notInclude(image.content, "iVBORw0KGgo")
     assert.strictEqual(derivation.logic_trace[1]!.text, "What does this chart show? See https://docs.acme.example/guide [2 images; files: q3-report.pdf]")
   })
+
+  it("keeps the first 100 distinct items of a long conversation, in its order", () => {
+    // each turn names a file twice (once as its tool's result) and a page of its own; turns 0–9 come back later
+    const turns = Array.from({ length: 60 }, (_, i) => i % 50)
+    const derivation = derive(capture({
+      request: request(turns.flatMap((turn) => [
+        { role: "user", content: `Open src/mod${turn}.ts` },
+        { role: "tool", tool_call_id: `call_${turn}`, content: `src/mod${turn}.ts: see https://docs.acme.example/${turn}` }
+      ])),
+      response: completion({ content: "Done." })
+    }))
+    const evidence = derivation.evidence
+    assert.strictEqual(evidence.length, 100)
+    assert.deepStrictEqual(evidence.slice(0, 5).map((e) => [e.kind, e.source]), [
+      ["user_content", "messages[0]"],
+      ["file", "src/mod0.ts"],
+      ["tool_result", "messages[1]"],
+      ["url", "https://docs.acme.example/0"],
+      ["user_content", "messages[2]"]
+    ])
+    // four distinct items a turn: the trail is full with turn 24's, long before any turn repeats
+    assert.deepStrictEqual(evidence.slice(-2).map((e) => e.content), ["src/mod24.ts: see https://docs.acme.example/24", "https://docs.acme.example/24"])
+    assert.strictEqual(new Set(evidence.map((e) => e.hash)).size, 100)
+  })
 })
 
 describe("derive: artifacts", () => {
