@@ -98,6 +98,10 @@ export const extractSubjectsFromCall = (derivation: Derivation, call: ChatCall):
     perKind.set(kind, count + 1)
     subjects.push({ kind, key, label })
   }
+  // An agent's call carries its whole conversation: once a kind (or the whole list) is full, the scans that could
+  // only add to it are skipped — what they would find is refused anyway (bench/RESULTS.md, "Long agent conversations")
+  const open = (kind: SubjectKind) => (perKind.get(kind) ?? 0) < MAX_PER_KIND
+  const full = () => subjects.length >= MAX_SUBJECTS
   const addTable = (table: string) => {
     const key = unquote(table).toLowerCase()
     if (!NOT_TABLES.has(key)) add("table", key, table)
@@ -112,16 +116,17 @@ export const extractSubjectsFromCall = (derivation: Derivation, call: ChatCall):
 
   const proses: Array<string> = []
   for (const text of texts) {
+    if (full()) break
     const { prose, blocks } = splitFences(text)
     proses.push(prose)
     // Each pattern below is tried only when the text has what any match must contain: most texts have no
     // ticket, issue number or service name, and scanning them with the full patterns is the costly part.
-    const mayHaveTicket = TICKET_HINT.test(text)
-    const mayHaveIssue = text.includes("#")
+    const mayHaveTicket = open("ticket") && TICKET_HINT.test(text)
+    const mayHaveIssue = open("issue") && text.includes("#")
     for (const [, project, number] of mayHaveTicket ? text.matchAll(TICKET) : []) {
       if (!NOT_TICKET_PREFIXES.has(project!)) add("ticket", `${project}-${number}`.toUpperCase(), `${project}-${number}`)
     }
-    for (const url of findUrls(text)) {
+    for (const url of open("issue") || open("url") ? findUrls(text) : []) {
       const issue = REPOSITORY_ISSUE_URL.exec(url)
       if (issue !== null) {
         add("issue", `${issue[1]}/${issue[2]}#${issue[3]}`.toLowerCase(), url)
@@ -134,15 +139,17 @@ export const extractSubjectsFromCall = (derivation: Derivation, call: ChatCall):
       add("issue", `${repository}#${number}`.toLowerCase(), label)
     }
     for (const [label, number] of mayHaveIssue ? prose.matchAll(BARE_ISSUE) : []) add("issue", `#${number}`, label)
-    for (const path of findFilePaths(text)) add("file", normalisePath(path), path)
-    for (const [, service] of SERVICE_HINT.test(text) ? text.matchAll(SERVICE) : []) {
+    for (const path of open("file") ? findFilePaths(text) : []) add("file", normalisePath(path), path)
+    for (const [, service] of open("service") && SERVICE_HINT.test(text) ? text.matchAll(SERVICE) : []) {
       if (!NOT_SERVICE_PREFIXES.has(service!.split("-")[0]!.toLowerCase())) add("service", service!.toLowerCase(), service!)
     }
-    for (const [, table] of text.matchAll(TABLE)) addTable(table!)
-    for (const block of blocks) {
-      if (block.language === "sql") for (const [, table] of block.content.matchAll(TABLE_ANY_CASE)) addTable(table!)
+    if (open("table")) {
+      for (const [, table] of text.matchAll(TABLE)) addTable(table!)
+      for (const block of blocks) {
+        if (block.language === "sql") for (const [, table] of block.content.matchAll(TABLE_ANY_CASE)) addTable(table!)
+      }
     }
-    for (const [, name] of text.matchAll(FUNCTION)) add("function", name!, name!)
+    for (const [, name] of open("function") ? text.matchAll(FUNCTION) : []) add("function", name!, name!)
   }
 
   for (const step of derivation.logic_trace) {
@@ -152,6 +159,7 @@ export const extractSubjectsFromCall = (derivation: Derivation, call: ChatCall):
   const functionNames = new Set(subjects.filter((subject) => subject.kind === "function").map((subject) => subject.key))
   // the user texts come first in `texts`
   for (const prose of proses.slice(0, userTexts.length)) {
+    if (full() || !open("topic")) break
     for (const [topic] of prose.matchAll(TOPIC)) {
       const key = topic.toLowerCase()
       if (!NOT_TOPICS.has(key) && !functionNames.has(topic)) add("topic", key, topic)
