@@ -2,6 +2,7 @@
  * Two builds of the gateway, A and B, side by side: the instrument for a change to the hot path.
  *
  *   npx node bench/gateway/ab.ts --a <checkout> [--b <checkout>] [--rounds 20] [--duration 3] [--connections 32]
+ *                                [--conversation]
  *
  * `<checkout>` is a directory holding the repository at some commit (`git worktree add /tmp/old HEAD~1`, with
  * node_modules linked or installed); B defaults to this one. Both gateways run at once against one fake provider
@@ -12,12 +13,14 @@
  * minute, more than most changes are worth. Alternating short rounds puts both builds in the same minutes, and
  * the figures are medians over many rounds: throughput, the CPU per call of each gateway's main thread and of the
  * whole process (the difference is its helper threads, mostly GC), each also relative to the fake provider's
- * CPU per call in the same run.
+ * CPU per call in the same run. `--conversation` sends a coding agent's call deep into its session (~110 KB, the
+ * ingest benchmark's `conversation` capture) instead of a one-line ask.
  */
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { createClient } from "redis"
+import { agentConversation } from "../ingest/captures.ts"
 import { type GatewayProcess, mainThreadCpu, measure, option, processCpu, ROOT, startChild, startGateway, stopChildren } from "./harness.ts"
 
 const A = Path.resolve(option("a", ""))
@@ -27,6 +30,7 @@ const DURATION_S = Number(option("duration", "3"))
 const CONNECTIONS = Number(option("connections", "32"))
 const WARMUP_S = 5
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379"
+const CONVERSATION = process.argv.includes("--conversation")
 
 interface Round {
   readonly rps: number
@@ -65,7 +69,9 @@ const main = async () => {
     const body = JSON.stringify({
       model: "openai/gpt-4o-mini",
       stream: false,
-      messages: [{ role: "user", content: "Summarise the incident report for the payments outage in two sentences." }]
+      messages: CONVERSATION
+        ? agentConversation(20)
+        : [{ role: "user", content: "Summarise the incident report for the payments outage in two sentences." }]
     })
     const run = async ({ gateway }: (typeof gateways)[number], seconds: number): Promise<Round> => {
       const pid = gateway.child.pid

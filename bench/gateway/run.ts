@@ -4,7 +4,7 @@
  * Responses API (a bare model, to OpenAI) and Anthropic Messages (a bare model, to Anthropic), each passed through.
  *
  *   npx node bench/gateway/run.ts [--rounds 5] [--duration 5] [--slices 5] [--warmup 10] [--connections 1,32] [--stream]
- *                                 [--routes chat,responses,messages] [--gateway-workers N]
+ *                                 [--routes chat,responses,messages] [--gateway-workers N] [--conversation]
  *
  * Four processes: the fake provider (child), the gateway as shipped (`ledger serve --roles gateway` as a child,
  * embedded database, REDIS_URL or the local Redis, a stream key of its own), a bare Node proxy (bare-proxy.ts: what
@@ -32,6 +32,7 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import { Effect } from "effect"
 import { createClient } from "redis"
+import { agentConversation } from "../ingest/captures.ts"
 import { benchDatabase } from "../reads/seed.ts"
 import {
   mainThreadCpu,
@@ -56,6 +57,8 @@ const WARMUP_S = Number(option("warmup", "10"))
 const CONNECTIONS = option("connections", "1,32").split(",").map(Number)
 const ROUTES = option("routes", "chat").split(",").map((route) => route.trim())
 const STREAM = process.argv.includes("--stream")
+/** chat completions carry a coding agent's conversation 120 messages in (~110 KB) instead of a one-line ask */
+const CONVERSATION = process.argv.includes("--conversation")
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379"
 /** `ledger serve --gateway-workers N` for the gateway under test (over a database of the benchmark's own) */
 const GATEWAY_WORKERS = Number(option("gateway-workers", "1"))
@@ -79,6 +82,7 @@ const main = async () => {
     const trimmer = setInterval(() => void redis.xTrim(streamKey, "MAXLEN", 10_000, { strategyModifier: "~" }).catch(() => undefined), 500)
 
     const ask = "Summarise the incident report for the payments outage in two sentences."
+    const chatMessages = CONVERSATION ? agentConversation(20) : [{ role: "user", content: ask }]
     const gatewayHeaders = {
       "content-type": "application/json",
       authorization: `Bearer ${gatewayKey}`,
@@ -90,9 +94,9 @@ const main = async () => {
         path: "/v1/chat/completions",
         direct: {
           headers: { "content-type": "application/json", authorization: "Bearer sk-bench" },
-          body: JSON.stringify({ model: "gpt-4o-mini", stream: STREAM, messages: [{ role: "user", content: ask }] })
+          body: JSON.stringify({ model: "gpt-4o-mini", stream: STREAM, messages: chatMessages })
         },
-        gatewayBody: JSON.stringify({ model: "openai/gpt-4o-mini", stream: STREAM, messages: [{ role: "user", content: ask }] })
+        gatewayBody: JSON.stringify({ model: "openai/gpt-4o-mini", stream: STREAM, messages: chatMessages })
       },
       responses: {
         path: "/v1/responses",

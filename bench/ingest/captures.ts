@@ -43,7 +43,7 @@ const testOutput = (turn: number) =>
   ].join("\n")
 
 /** The messages of a coding agent's session after `turns` rounds of ask, read, test and answer. */
-const agentConversation = (turns: number): Array<unknown> => [
+export const agentConversation = (turns: number): Array<unknown> => [
   { role: "system", content: "You are a coding agent in the repository at /work/payments. Read files and run tests with the tools; keep changes small." },
   ...Array.from({ length: turns }, (_, turn) => [
     { role: "user", content: `The test in test/payments/charge${turn}.test.ts fails after the change to src/payments/charge${turn}.ts:\n\n\`\`\`\nAssertionError: expected 2 to equal 1\n\`\`\`\n\nFix it without touching the retry policy.` },
