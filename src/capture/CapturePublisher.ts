@@ -196,12 +196,14 @@ const makeShardPublisher = (
       if (!spool.isEmpty) return Effect.sync(() => spillTaken(batch))
       const id = nextBatchId()
       let kept = false
+      // encoded once for Redis and the retention alike (CapturePayload); the in-process stream keeps the texts
+      const payloads = stream.backend === "redis" ? batch.map((payload) => Buffer.from(payload)) : batch
       return Effect.gen(function*() {
-        const exit = yield* Effect.exit(stream.publish(batch, id))
+        const exit = yield* Effect.exit(stream.publish(payloads, id))
         kept = true
         const count = batch.length
         if (Exit.isSuccess(exit)) {
-          if (republisher !== undefined) yield* republisher.published(id, exit.value, batch)
+          if (republisher !== undefined) yield* republisher.published(id, exit.value, payloads)
           pending -= count
           published.updateUnsafe(count, context)
           yield* publishSucceeded

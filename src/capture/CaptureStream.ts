@@ -123,13 +123,21 @@ export interface StreamStats {
   readonly consumers: number
 }
 
+/**
+ * A capture as it is published: its JSON text, or that text's UTF-8 bytes. The gateway's publisher sends Redis the
+ * bytes, encoded once and written to the retention as they are: node-redis joins a command's string arguments into
+ * one string, which for a batch of agents' long calls is tens of megabytes copied, measured and encoded again
+ * (bench/RESULTS.md, "Long agent conversations").
+ */
+export type CapturePayload = string | Buffer
+
 export class CaptureStream extends Context.Service<CaptureStream, {
   readonly backend: "redis" | "memory"
   /**
    * Appends payloads in order, all or none, unless the batch was appended already (see BatchId); says what it
    * appended and what the stream held of the producer before.
    */
-  publish(payloads: ReadonlyArray<string>, batch: BatchId): Effect.Effect<Published, StreamUnavailable>
+  publish(payloads: ReadonlyArray<CapturePayload>, batch: BatchId): Effect.Effect<Published, StreamUnavailable>
   /** The builders' committed frontier and the given producers' highest batch numbers, read at one moment. */
   progress(producers: ReadonlyArray<string>): Effect.Effect<StreamProgress, StreamUnavailable>
   /** Whether the stream survives a restart of its store (Redis persistence). */

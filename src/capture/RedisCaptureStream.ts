@@ -19,6 +19,7 @@ import { Clock, Effect, Layer, type Scope } from "effect"
 import { LedgerConfig } from "../config/LedgerConfig.ts"
 import {
   type BatchId,
+  type CapturePayload,
   CaptureStream,
   type DeadLetter,
   type StreamEntry,
@@ -79,7 +80,7 @@ export const make = (
 
     const ttlSeconds = Math.max(1, settings.captureDedupTtlSeconds)
     const producerKey = (producer: string) => `${key}:producer:${producer}`
-    const publish = Effect.fn("CaptureStream.publish")(function*(payloads: ReadonlyArray<string>, batch: BatchId) {
+    const publish = Effect.fn("CaptureStream.publish")(function*(payloads: ReadonlyArray<CapturePayload>, batch: BatchId) {
       if (payloads.length === 0) return { ids: [], previous: 0, head: null }
       // One script, one round trip: the batch is appended whole or not at all, and at most once.
       const [previous, head, ...ids] = yield* call(client, "publish", () =>

@@ -12,7 +12,7 @@
  * goes through the spool under a new producer; the builders drop what had been built already (`ledger_id`).
  */
 import { type Context, Effect, Metric } from "effect"
-import { type BatchId, batchIds, type CaptureStream, type Published } from "./CaptureStream.ts"
+import { type BatchId, batchIds, type CapturePayload, type CaptureStream, type Published } from "./CaptureStream.ts"
 import { Retention } from "./Retention.ts"
 import type { Spool } from "./Spool.ts"
 
@@ -36,7 +36,7 @@ export interface Republisher {
   /** Nothing kept: no check is due. */
   readonly idle: boolean
   /** A batch is in the stream: keep it; if the stream had lost batches of its producer, publish all kept again. */
-  published(batch: BatchId, result: Published, payloads: ReadonlyArray<string>): Effect.Effect<void>
+  published(batch: BatchId, result: Published, payloads: ReadonlyArray<CapturePayload>): Effect.Effect<void>
   /** Forgets what the builders committed, or publishes everything kept again if the stream lost some of it. */
   readonly reconcile: Effect.Effect<void>
   close(): void
@@ -88,7 +88,7 @@ export const makeRepublisher = (
         })
       })
 
-    const keep = (batch: BatchId, head: string, payloads: ReadonlyArray<string>) =>
+    const keep = (batch: BatchId, head: string, payloads: ReadonlyArray<CapturePayload>) =>
       Effect.gen(function*() {
         const dropped = retention.add(batch, head, payloads)
         measure()
@@ -104,7 +104,7 @@ export const makeRepublisher = (
         })
       })
 
-    const published = (batch: BatchId, result: Published, payloads: ReadonlyArray<string>) =>
+    const published = (batch: BatchId, result: Published, payloads: ReadonlyArray<CapturePayload>) =>
       Effect.gen(function*() {
         if (result.previous < batch.seq - 1) {
           yield* publishAgain(`batch ${batch.seq} of a producer found the stream holding only up to batch ${result.previous}`)

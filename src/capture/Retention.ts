@@ -22,14 +22,15 @@
  */
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { type BatchId, compareIds } from "./CaptureStream.ts"
-import { syncAndClose, writeAll } from "./files.ts"
+import { type BatchId, type CapturePayload, compareIds } from "./CaptureStream.ts"
+import { syncAndClose, writeAll, writeAllParts } from "./files.ts"
 
 const LEGACY_FILE = "published.ndjson"
 const SEGMENT = /^published\.(\d{1,12})\.ndjson$/
 const HEADER = /^@([\w-]+):(\d{1,16}) (\S+) (\d+)$/
 /** A segment takes batches until it is this large; then the next batch starts a new one. */
 const SEGMENT_BYTES = 16 * 1024 * 1024
+const NEWLINE = Buffer.from("\n")
 
 interface Segment {
   readonly number: number
@@ -145,11 +146,13 @@ export class Retention {
    * Keeps a batch the stream has taken, in one write; returns how many captures the bound made it forget (the
    * oldest). Throws when the disk refuses.
    */
-  add(batch: BatchId, head: string, payloads: ReadonlyArray<string>): number {
-    let text = `@${batch.producer}:${batch.seq} ${head} ${payloads.length}\n`
-    for (const payload of payloads) text += payload + "\n"
+  add(batch: BatchId, head: string, payloads: ReadonlyArray<CapturePayload>): number {
+    // the payloads' bytes as they are, not one string of the whole batch: flattened and encoded, that string cost a
+    // batch of long calls tens of megabytes of copies
+    const parts: Array<Uint8Array> = [Buffer.from(`@${batch.producer}:${batch.seq} ${head} ${payloads.length}\n`)]
+    for (const payload of payloads) parts.push(typeof payload === "string" ? Buffer.from(payload) : payload, NEWLINE)
     const segment = this.writable()
-    const bytes = writeAll(segment.fd, text, segment.size)
+    const bytes = writeAllParts(segment.fd, parts, segment.size)
     this.kept.push({ batch, head, entries: payloads.length, segment, start: segment.size, end: segment.size + bytes })
     segment.size += bytes
     segment.live++

@@ -9,6 +9,26 @@ export const writeAll = (fd: number, data: string | Uint8Array, position: number
   return bytes.length
 }
 
+/** Writes the parts one after another at `position` (one system call unless the write comes up short); returns their byte length. */
+export const writeAllParts = (fd: number, parts: ReadonlyArray<Uint8Array>, position: number): number => {
+  let total = 0
+  for (const part of parts) total += part.length
+  const written = Fs.writevSync(fd, parts, position)
+  if (written < total) {
+    // the rest part by part: writeAll loops until done, or throws when the disk refuses
+    let start = 0
+    for (const part of parts) {
+      const end = start + part.length
+      if (end > written) {
+        const from = Math.max(0, written - start)
+        writeAll(fd, part.subarray(from), position + start + from)
+      }
+      start = end
+    }
+  }
+  return total
+}
+
 /** Flushes a descriptor to disk and closes it, even when the flush fails. */
 export const syncAndClose = (fd: number): void => {
   try {

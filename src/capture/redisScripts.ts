@@ -4,6 +4,7 @@
  * hash slot (a Redis Cluster runs a script on one node).
  */
 import { type CommandParser, defineScript } from "redis"
+import type { CapturePayload } from "./CaptureStream.ts"
 
 /**
  * KEYS: the stream, the producer's key. ARGV: the batch number, the producer key's TTL in seconds, the payloads.
@@ -26,7 +27,7 @@ for i = 3, #ARGV do reply[#reply + 1] = redis.call('XADD', KEYS[1], '*', 'c', AR
 reply[2] = reply[#reply]
 redis.call('SET', KEYS[2], ARGV[1], 'EX', ARGV[2])
 return reply`,
-  parseCommand(parser: CommandParser, stream: string, producerKey: string, seq: number, ttlSeconds: number, payloads: ReadonlyArray<string>) {
+  parseCommand(parser: CommandParser, stream: string, producerKey: string, seq: number, ttlSeconds: number, payloads: ReadonlyArray<CapturePayload>) {
     parser.pushKey(stream)
     parser.pushKey(producerKey)
     parser.push(String(seq), String(ttlSeconds), ...payloads)

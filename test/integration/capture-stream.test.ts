@@ -88,6 +88,15 @@ const contract = (name: string, fresh: FreshStream) => {
       assert.deepStrictEqual(yield* stream.reclaim("c2", { minIdleMs: 0, count: 10 }), [])
     }))
 
+    test("a capture published as its UTF-8 bytes is read as its text", Effect.gen(function*() {
+      const stream = yield* CaptureStream
+      const texts = ["{\"out\":\" ❯ 2 failed → fix\"}", "{\"ok\":\"✅\"}"]
+      const ids = yield* appended(stream.publish([Buffer.from(texts[0]!), texts[1]!], nextBatch()))
+      const read = yield* stream.read("c1", { count: 10, blockMs: 0 })
+      assert.deepStrictEqual(read.map((entry) => entry.payload), texts)
+      yield* stream.ack(ids)
+    }))
+
     test("a batch is appended once: publishing its id again appends nothing", Effect.gen(function*() {
       const stream = yield* CaptureStream
       const producer = batchIds()

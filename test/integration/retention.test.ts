@@ -57,6 +57,19 @@ describe("Retention", () => {
       assert.deepStrictEqual(segments(dir), [], "nothing kept, nothing on disk")
     }))
 
+  it.effect("keeps captures given as their UTF-8 bytes (as the publisher sends Redis) and reads them back as the same texts", () =>
+    Effect.gen(function*() {
+      const dir = spoolDir(yield* tempDir)
+      const retention = Retention.open(dir, MB)
+      const next = batchIds()
+      const texts = [JSON.stringify({ n: 1, out: " ❯ test/a.test.ts → 2 failed" }), capture(2), JSON.stringify({ n: 3, emoji: "✅🚀" })]
+      retention.add(next(), "100-0", texts.map((text) => Buffer.from(text)))
+      retention.add(next(), "100-3", [capture(4)])
+      const taken = retention.takeAll()
+      assert.deepStrictEqual(taken.flatMap((kept) => kept.payloads), [...texts, capture(4)])
+      retention.close()
+    }))
+
   it.effect("starts a new segment when one is full and deletes a segment once the frontier has passed it", () =>
     Effect.gen(function*() {
       const dir = spoolDir(yield* tempDir)
