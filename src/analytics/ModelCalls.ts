@@ -81,7 +81,7 @@ export class ModelCalls extends Context.Service<ModelCalls, {
         Option.map(config.analytics.summaryModel, (id) => resolve("LEDGER_SUMMARY_MODEL", id, false))
       )
 
-      const post = (route: ProviderRoute, url: string, headers: Record<string, string>, body: string) =>
+      const post = (route: ProviderRoute, url: string, headers: Record<string, string>, body: string | Buffer) =>
         Effect.tryPromise({
           try: async (signal) => {
             const target = new URL(url)

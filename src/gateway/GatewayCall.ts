@@ -70,13 +70,13 @@ class GatewayCall {
       auth: this.deps.auth,
       maxBodyBytes: this.deps.settings.gatewayMaxBodyBytes,
       apiKeyHeader: this.surface.apiKeyHeader,
-      ready: (principal, body) => this.proceed(principal, body),
+      ready: (principal, body, bytes) => this.proceed(principal, body, bytes),
       refused: (error) => this.refuse(error)
     })
   }
 
   /** Both the credential and the body are in: validate, route, and hand over to the exchange. */
-  private proceed(principal: Principal, bodyText: string): void {
+  private proceed(principal: Principal, bodyText: string, bodyBytes: Buffer): void {
     const url = this.req.url ?? ""
     const q = url.indexOf("?")
     const who = attribution(q === -1 ? undefined : new URLSearchParams(url.slice(q + 1)), this.req.headers)
@@ -95,6 +95,7 @@ class GatewayCall {
         providers: this.deps.providers,
         req: this.req,
         bodyText,
+        bodyBytes,
         apiKey: typeof apiKey === "string" && apiKey !== "" ? apiKey : undefined,
         ledgerId: this.ledgerId
       })

@@ -19,8 +19,8 @@ export interface IntakeOptions {
   readonly maxBodyBytes: number
   /** the key may come as `x-api-key` (Anthropic clients' default) */
   readonly apiKeyHeader: boolean
-  /** the key is good and the whole body is in */
-  readonly ready: (principal: Principal, body: string) => void
+  /** the key is good and the whole body is in: its text, and the bytes it was decoded from */
+  readonly ready: (principal: Principal, body: string, bytes: Buffer) => void
   /** the request is refused before anything was done with it */
   readonly refused: (error: ProviderError) => void
 }
@@ -33,6 +33,7 @@ export const intake = (req: Http.IncomingMessage, options: IntakeOptions): void 
   let chunks: Array<Buffer> = []
   let size = 0
   let body: string | undefined
+  let bytes: Buffer | undefined
 
   const refuse = (error: ProviderError) => {
     if (settled) return
@@ -41,9 +42,9 @@ export const intake = (req: Http.IncomingMessage, options: IntakeOptions): void 
     options.refused(error)
   }
   const proceed = () => {
-    if (settled || principal === undefined || body === undefined) return
+    if (settled || principal === undefined || body === undefined || bytes === undefined) return
     settled = true
-    options.ready(principal, body)
+    options.ready(principal, body, bytes)
   }
   const tooLarge = () => {
     refuse(gatewayError(413, `the request body is larger than ${limit} bytes`, "request_too_large"))
@@ -61,7 +62,8 @@ export const intake = (req: Http.IncomingMessage, options: IntakeOptions): void 
   })
   req.on("end", () => {
     if (settled) return
-    body = chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks, size).toString("utf8")
+    bytes = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size)
+    body = bytes.toString("utf8")
     chunks = []
     proceed()
   })

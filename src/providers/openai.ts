@@ -5,7 +5,7 @@
  */
 import { fromOpenAIUsage, type OpenAIUsage } from "../domain/usage.ts"
 import { type ChatCompletion, type ChatRequest, type FinishReason, toolCallId } from "./chat.ts"
-import { opensObject, withModel } from "./body.ts"
+import { editedBody, modelEdit, opensObject } from "./body.ts"
 import { errorTypeFor, fallbackMessage, parseJsonBody, providerError, stringOrNull } from "./errors.ts"
 import { SseDecoder } from "./sse.ts"
 import { type AnswerSink, type ChunkDelta, CompletionAssembler, DONE_FRAME, EventRelay, translatedStream, type TranslatedAdapter } from "./stream.ts"
@@ -143,16 +143,18 @@ class OpenAIWireStream extends EventRelay {
 const USAGE_OPTION = '"stream_options":{"include_usage":true},'
 
 /**
- * The caller's body text with the routing prefix taken off the model (and, for streams, the usage chunk asked for),
- * without parsing and serialising it again; undefined when the text cannot be edited safely.
+ * The caller's body with the routing prefix taken off the model (and, for streams, the usage chunk asked for),
+ * without parsing and serialising it again; undefined when it cannot be edited safely.
  */
-const editedBody = (text: string, request: ChatRequest, ctx: CallContext): string | undefined => {
-  let body = withModel(text, request.model, ctx.model)
-  if (body === undefined || !ctx.stream || request.stream_options?.include_usage === true) return body
+const forwardedBody = (request: ChatRequest, ctx: CallContext): string | Buffer | undefined => {
+  const text = ctx.requestText
+  if (text === undefined) return undefined
+  const edits = modelEdit(text, request.model, ctx.model)
+  if (edits === undefined) return undefined
+  if (!ctx.stream || request.stream_options?.include_usage === true) return editedBody(ctx, edits)
   if ("stream_options" in request) return undefined
-  const open = body.indexOf("{")
-  body = body.slice(0, open + 1) + USAGE_OPTION + body.slice(open + 1)
-  return body
+  // the usage option goes first in the object, before the model key
+  return editedBody(ctx, [{ at: text.indexOf("{") + 1, remove: 0, insert: USAGE_OPTION }, ...edits])
 }
 
 /**
@@ -202,7 +204,7 @@ export const openAIWire = (endpoint: OpenAIWireEndpoint): TranslatedAdapter => (
   completion,
   prepare(request: ChatRequest, ctx: CallContext) {
     // Always ask for the usage chunk: the capture needs it; the stream hides it if the caller did not ask.
-    const body = (ctx.requestText === undefined ? undefined : editedBody(ctx.requestText, request, ctx)) ??
+    const body = forwardedBody(request, ctx) ??
       JSON.stringify(
         ctx.stream
           ? { ...request, model: ctx.model, stream_options: { ...request.stream_options, include_usage: true } }

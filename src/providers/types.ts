@@ -25,6 +25,8 @@ export interface CallContext {
    * with only the model edited when that can be done safely, instead of serialising the request again.
    */
   readonly requestText?: string | undefined
+  /** the same body as the caller's bytes, when they are exactly `requestText`'s UTF-8: forwarded spliced (body.ts) */
+  readonly requestBytes?: Buffer | undefined
   /** caller headers the provider's own API defines (`anthropic-version`, `anthropic-beta`), passed on unchanged */
   readonly passHeaders?: Readonly<Record<string, string>> | undefined
   /** the decision's id: adapters that answer for a provider mint ids from it (a translated Responses answer's id) */
@@ -34,7 +36,8 @@ export interface CallContext {
 export interface UpstreamRequest {
   readonly url: string
   readonly headers: Record<string, string>
-  readonly body: string
+  /** JSON text, or its UTF-8 bytes (a pass-through adapter's caller body, see body.ts) */
+  readonly body: string | Buffer
 }
 
 /** The chat-completions error body. */

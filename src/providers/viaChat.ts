@@ -20,7 +20,7 @@ export interface ChatCodec<Request> {
 
 export const viaChat = <Request>(codec: ChatCodec<Request>, provider: TranslatedAdapter): ProviderAdapter<Request> => ({
   // the caller's body is in another format: the provider's adapter must not forward it as it is
-  prepare: (request, ctx) => provider.prepare(codec.toChat(request, ctx), { ...ctx, requestText: undefined }),
+  prepare: (request, ctx) => provider.prepare(codec.toChat(request, ctx), { ...ctx, requestText: undefined, requestBytes: undefined }),
   response: (bodyText, ctx) => {
     const { completion, usage } = provider.completion(bodyText, ctx)
     return { text: codec.fromCompletion(completion, usage, ctx), usage }

@@ -70,7 +70,7 @@ const CONVERSATION: ChatRequest = {
 }
 
 const bodyOf = (type: Parameters<typeof adapterFor>[0], request: ChatRequest, context: CallContext = ctx()) =>
-  JSON.parse(adapterFor(type).prepare(request, context).body)
+  JSON.parse(String(adapterFor(type).prepare(request, context).body))
 
 describe("OpenAI-type requests", () => {
   it("pass the body through with the bare model name, and force usage on streams", () => {
@@ -84,8 +84,8 @@ describe("OpenAI-type requests", () => {
     const upstream = adapterFor("openai").prepare(request, ctx({ model: "gpt-4o", stream: true }))
     expect(upstream.url).toBe("https://provider.example/chat/completions")
     expect(upstream.headers).toMatchObject({ authorization: "Bearer sk-caller", accept: "text/event-stream" })
-    expect(JSON.parse(upstream.body)).toEqual({ ...request, model: "gpt-4o", stream_options: { include_usage: true } })
-    const plain = JSON.parse(adapterFor("openai").prepare({ ...request, stream: false, stream_options: null }, ctx()).body)
+    expect(JSON.parse(String(upstream.body))).toEqual({ ...request, model: "gpt-4o", stream_options: { include_usage: true } })
+    const plain = JSON.parse(String(adapterFor("openai").prepare({ ...request, stream: false, stream_options: null }, ctx()).body))
     expect(plain.stream_options).toBeNull()
   })
 
@@ -271,7 +271,7 @@ describe("Gemini requests", () => {
     const upstream = adapterFor("gemini").prepare(CONVERSATION, ctx({ model: "gemini-2.5-pro", stream: true }))
     expect(upstream.url).toBe("https://provider.example/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse")
     expect(upstream.headers["x-goog-api-key"]).toBe("sk-caller")
-    const body = JSON.parse(upstream.body)
+    const body = JSON.parse(String(upstream.body))
     expect(body.systemInstruction).toEqual({ parts: [{ text: "Be brief." }, { text: "Use metric units." }] })
     expect(body.contents).toEqual([
       {
@@ -357,7 +357,7 @@ describe("Bedrock requests", () => {
     const upstream = adapterFor("bedrock").prepare(CONVERSATION, ctx({ model: "us.anthropic.claude-sonnet-4-5-v1:0" }))
     expect(upstream.url).toBe("https://provider.example/model/us.anthropic.claude-sonnet-4-5-v1%3A0/converse")
     expect(upstream.headers.authorization).toBe("Bearer sk-caller")
-    const body = JSON.parse(upstream.body)
+    const body = JSON.parse(String(upstream.body))
     expect(body.system).toEqual([{ text: "Be brief." }, { text: "Use metric units." }])
     expect(body.inferenceConfig).toEqual({ maxTokens: 200, temperature: 0.2, topP: 0.9, stopSequences: ["END"] })
     expect(body.messages).toEqual([

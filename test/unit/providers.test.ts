@@ -60,7 +60,7 @@ interface Exchange<T> {
 }
 
 const send = (upstream: UpstreamRequest): Promise<Response> =>
-  fetch(upstream.url, { method: "POST", headers: upstream.headers, body: upstream.body })
+  fetch(upstream.url, { method: "POST", headers: upstream.headers, body: String(upstream.body) })
 
 /** A non-streamed call: the translated completion, or the mapped error. */
 const complete = async (
@@ -269,7 +269,7 @@ describe.each(PROVIDER_TYPES)("%s adapter", (type) => {
     expect(completion.choices).toHaveLength(1)
     expect(completion.choices[0]!.message).toMatchObject({ role: "assistant", content: "Fake answer to: hello there" })
     expect(completion.choices[0]!.finish_reason).toBe("stop")
-    expect(usage).toEqual(expectedUsage(type, upstream.body, "Fake answer to: hello there".length))
+    expect(usage).toEqual(expectedUsage(type, String(upstream.body), "Fake answer to: hello there".length))
     expect(completion.usage?.prompt_tokens).toBe(usage!.prompt_tokens)
     expect(completion.usage?.prompt_tokens_details?.cached_tokens).toBe(FAKE_CACHE_READ_TOKENS)
   })
@@ -316,7 +316,7 @@ describe.each(PROVIDER_TYPES)("%s adapter", (type) => {
       const assembled = JSON.parse(run.answer.text) as ChatCompletion
       expect(essence(type, assembled)).toEqual(essence(type, whole.completion))
       expect(run.answer.error).toBeNull()
-      expect(run.answer.usage).toEqual(expectedUsage(type, run.upstream.body, `Fake answer to: ${prompt}`.length))
+      expect(run.answer.usage).toEqual(expectedUsage(type, String(run.upstream.body), `Fake answer to: ${prompt}`.length))
       // the caller did not ask for usage: no usage chunk is shown
       expect(chunks.some((c) => c.usage)).toBe(false)
     }

@@ -76,8 +76,7 @@ const passThrough = (url: (ctx: CallContext) => string, authHeaders: (key: strin
   prepare: (request, ctx) => ({
     url: url(ctx),
     headers: { "content-type": "application/json", accept: "application/json", ...(ctx.apiKey ? authHeaders(ctx.apiKey) : {}) },
-    body: (ctx.requestText === undefined ? undefined : withModel(ctx.requestText, request.model, ctx.model)) ??
-      JSON.stringify({ ...request, model: ctx.model })
+    body: withModel(ctx, request.model) ?? JSON.stringify({ ...request, model: ctx.model })
   }),
   response: (text, ctx) => {
     if (!opensObject(text)) throw new Error("the answer is not a JSON object")

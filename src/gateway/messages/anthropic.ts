@@ -21,8 +21,7 @@ export const anthropicHeaders = (ctx: CallContext, apiKeyHeader: (key: string) =
 
 export const messagesToAnthropic: ProviderAdapter<MessagesRequest> = {
   prepare(request, ctx) {
-    const body = (ctx.requestText === undefined ? undefined : withModel(ctx.requestText, request.model, ctx.model)) ??
-      JSON.stringify({ ...request, model: ctx.model })
+    const body = withModel(ctx, request.model) ?? JSON.stringify({ ...request, model: ctx.model })
     return { url: `${ctx.baseUrl}/v1/messages`, headers: anthropicHeaders(ctx, (key) => ({ "x-api-key": key })), body }
   },
   // relayed as received; the builder reads the usage from it

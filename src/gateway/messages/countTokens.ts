@@ -30,8 +30,7 @@ const anthropicCount: ProviderAdapter<MessagesRequest> = {
   prepare: (request, ctx) => ({
     url: `${ctx.baseUrl}/v1/messages/count_tokens`,
     headers: anthropicHeaders({ ...ctx, stream: false }, (key) => ({ "x-api-key": key })),
-    body: (ctx.requestText === undefined ? undefined : withModel(ctx.requestText, request.model, ctx.model)) ??
-      JSON.stringify({ ...request, model: ctx.model })
+    body: withModel(ctx, request.model) ?? JSON.stringify({ ...request, model: ctx.model })
   }),
   response: (bodyText) => {
     if (!opensObject(bodyText)) throw new Error("the answer is not a JSON object")

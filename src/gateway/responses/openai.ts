@@ -104,8 +104,7 @@ interface ResponsesEndpoint {
 
 const passThrough = (endpoint: ResponsesEndpoint): ProviderAdapter<ResponsesRequest> => ({
   prepare(request, ctx) {
-    const body = (ctx.requestText === undefined ? undefined : withModel(ctx.requestText, request.model, ctx.model)) ??
-      JSON.stringify({ ...request, model: ctx.model })
+    const body = withModel(ctx, request.model) ?? JSON.stringify({ ...request, model: ctx.model })
     const headers: Record<string, string> = {
       "content-type": "application/json",
       accept: ctx.stream ? "text/event-stream" : "application/json",
