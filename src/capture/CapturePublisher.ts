@@ -23,13 +23,13 @@ import { Cause, Clock, Context, Duration, Effect, Exit, Fiber, Layer, Metric, Op
 import { LedgerConfig } from "../config/LedgerConfig.ts"
 import type { WorkspaceScope } from "../domain/principal.ts"
 import { CaptureShards } from "./CaptureShards.ts"
-import { type BatchId, batchIds, type CaptureStream } from "./CaptureStream.ts"
+import { type BatchId, batchIds, captureBytes, type CapturePayload, type CaptureStream, captureText } from "./CaptureStream.ts"
 import { makeRepublisher, RECONCILE_MS } from "./Republisher.ts"
 import { backoff, steppedBackoff, supervise } from "../supervision/supervise.ts"
 import { adoptSpool, orphanSpoolDirs } from "./adoptSpools.ts"
 import { shardSpoolDir, Spool, type SpoolStats } from "./Spool.ts"
 
-/** Text held in memory by the queue, in UTF-16 code units (captures carry whole request and response bodies). */
+/** Captures held in memory by the queue: UTF-16 code units of texts, bytes of encoded ones (they carry whole bodies). */
 const QUEUE_MAX_BYTES = 64 * 1024 * 1024
 /** Most text the spool puts in one batch of captures it received unpublished (a replay publishes one batch). */
 const SPOOL_BATCH_MAX_BYTES = 4 * 1024 * 1024
@@ -66,7 +66,7 @@ const lost = Metric.counter("ledger_capture_lost_total", { description: "capture
 
 /** One shard's publisher: what the module comment describes, for one stream and one spool directory. */
 interface ShardPublisher {
-  offer(payload: string): void
+  offer(payload: CapturePayload): void
   readonly queued: () => number
   readonly spoolStats: () => SpoolStats
   readonly settled: Effect.Effect<void>
@@ -106,7 +106,7 @@ const makeShardPublisher = (
     /** epoch ms of the next check of what the republisher keeps */
     let reconcileAt = 0
 
-    const queue = yield* Queue.bounded<string, Cause.Done>(Math.max(1, config.captureQueueCapacity))
+    const queue = yield* Queue.bounded<CapturePayload, Cause.Done>(Math.max(1, config.captureQueueCapacity))
     let queuedBytes = 0
     /** captures accepted by the queue and not yet published or spooled */
     let pending = 0
@@ -126,10 +126,11 @@ const makeShardPublisher = (
      * Appends to the spool, under the batch id it was published with if it was; a spool that cannot be written
      * loses the captures, loudly.
      */
-    const spill = (payloads: ReadonlyArray<string>, published?: BatchId) => {
+    const spill = (payloads: ReadonlyArray<CapturePayload>, published?: BatchId) => {
       try {
-        if (published === undefined) spool.append(payloads)
-        else spool.appendPublished(published, payloads)
+        const texts = payloads.map(captureText)
+        if (published === undefined) spool.append(texts)
+        else spool.appendPublished(published, texts)
         spooled.updateUnsafe(payloads.length, context)
       } catch (cause) {
         lost.updateUnsafe(payloads.length, context)
@@ -137,7 +138,7 @@ const makeShardPublisher = (
       }
     }
 
-    const offer = (payload: string) => {
+    const offer = (payload: CapturePayload) => {
       if (!closed && queuedBytes + payload.length <= QUEUE_MAX_BYTES && Queue.offerUnsafe(queue, payload)) {
         queuedBytes += payload.length
         pending++
@@ -146,7 +147,7 @@ const makeShardPublisher = (
       spill([payload])
     }
 
-    const taken = (batch: Array<string>) => {
+    const taken = (batch: Array<CapturePayload>) => {
       for (const payload of batch) queuedBytes -= payload.length
       return batch
     }
@@ -157,12 +158,12 @@ const makeShardPublisher = (
      * not pinned down — so under load every capture survived a young-generation GC and was promoted: 3.3 MB per
      * scavenge at 16k calls/s, 0.2 MB with this; ~4 % of the gateway's CPU per call (bench/RESULTS.md, "Gateway").
      */
-    const release = (batch: Array<string>) => {
+    const release = (batch: Array<CapturePayload>) => {
       batch.length = 0
     }
 
     /** A batch taken from the queue goes to the spool. */
-    const spillTaken = (batch: Array<string>, published?: BatchId) => {
+    const spillTaken = (batch: Array<CapturePayload>, published?: BatchId) => {
       spill(batch, published)
       pending -= batch.length
       release(batch)
@@ -192,12 +193,12 @@ const makeShardPublisher = (
      * Publishes a batch taken from the queue, or spools it (behind what is already spooled, keeping order). A
      * failed publish is spooled under its id: it is replayed before this publisher publishes another batch.
      */
-    const publishBatch = (batch: Array<string>) => {
+    const publishBatch = (batch: Array<CapturePayload>) => {
       if (!spool.isEmpty) return Effect.sync(() => spillTaken(batch))
       const id = nextBatchId()
       let kept = false
       // encoded once for Redis and the retention alike (CapturePayload); the in-process stream keeps the texts
-      const payloads = stream.backend === "redis" ? batch.map((payload) => Buffer.from(payload)) : batch
+      const payloads = stream.backend === "redis" ? batch.map(captureBytes) : batch
       return Effect.gen(function*() {
         const exit = yield* Effect.exit(stream.publish(payloads, id))
         kept = true
@@ -241,7 +242,7 @@ const makeShardPublisher = (
     const nextBatch = (wait: boolean, max = batchSize) =>
       wait || Queue.sizeUnsafe(queue) > 0
         ? Effect.map(Queue.takeBetween(queue, 1, max), taken)
-        : Effect.succeed<Array<string>>([])
+        : Effect.succeed<Array<CapturePayload>>([])
 
     /**
      * Waits for a first capture — while the republisher keeps anything, no longer than its next check — then
@@ -252,7 +253,7 @@ const makeShardPublisher = (
         ? yield* nextBatch(true)
         : yield* nextBatch(true).pipe(
           Effect.timeoutOption(Math.max(0, reconcileAt - (yield* Clock.currentTimeMillis))),
-          Effect.map(Option.getOrElse((): Array<string> => []))
+          Effect.map(Option.getOrElse((): Array<CapturePayload> => []))
         )
       if (first.length === 0 || first.length >= batchSize || ending) return first
       yield* Effect.sleep(LINGER_MS).pipe(Effect.onInterrupt(() => Effect.sync(() => spillTaken(first))))
@@ -363,8 +364,8 @@ const make = (worker: { readonly index: number; readonly count: number }) =>
     }
     const first = publishers[0]!
     const offer = count === 1
-      ? (payload: string) => first.offer(payload)
-      : (payload: string, scope: WorkspaceScope) => publishers[shards.shardOf(scope)]!.offer(payload)
+      ? (payload: CapturePayload) => first.offer(payload)
+      : (payload: CapturePayload, scope: WorkspaceScope) => publishers[shards.shardOf(scope)]!.offer(payload)
     const stats = Effect.sync((): PublisherStats => {
       let queued = 0
       let entries = 0
@@ -383,10 +384,10 @@ const make = (worker: { readonly index: number; readonly count: number }) =>
 
 export class CapturePublisher extends Context.Service<CapturePublisher, {
   /**
-   * Hands one capture (JSON text, no raw newline) to the publisher, for the shard of its workspace; never waits,
-   * never drops silently.
+   * Hands one capture (JSON text or its UTF-8 bytes, no raw newline) to the publisher, for the shard of its workspace;
+   * never waits, never drops silently.
    */
-  offer(payload: string, scope: WorkspaceScope): void
+  offer(payload: CapturePayload, scope: WorkspaceScope): void
   readonly stats: Effect.Effect<PublisherStats>
   /** Waits until everything offered so far is in the stream: queue empty, nothing in flight, spool replayed. */
   readonly settled: Effect.Effect<void>

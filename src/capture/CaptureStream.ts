@@ -131,6 +131,12 @@ export interface StreamStats {
  */
 export type CapturePayload = string | Buffer
 
+/** A capture's JSON text. */
+export const captureText = (payload: CapturePayload): string => (typeof payload === "string" ? payload : payload.toString("utf8"))
+
+/** A capture's UTF-8 bytes. */
+export const captureBytes = (payload: CapturePayload): Buffer => (typeof payload === "string" ? Buffer.from(payload) : payload)
+
 export class CaptureStream extends Context.Service<CaptureStream, {
   readonly backend: "redis" | "memory"
   /**

@@ -11,7 +11,7 @@
  */
 import { Clock, Deferred, Effect, Layer } from "effect"
 import { LedgerConfig } from "../config/LedgerConfig.ts"
-import { type BatchId, type CapturePayload, CaptureStream, type DeadLetter, type StreamEntry, successor, trimPeriodically } from "./CaptureStream.ts"
+import { type BatchId, type CapturePayload, CaptureStream, captureText, type DeadLetter, type StreamEntry, successor, trimPeriodically } from "./CaptureStream.ts"
 
 /** producers whose last batch is remembered; the least recently publishing one is forgotten first */
 const MAX_PRODUCERS = 10_000
@@ -97,7 +97,7 @@ export const layer: Layer.Layer<CaptureStream, never, LedgerConfig> = Layer.effe
       return yield* Effect.sync(() => {
         if (payloads.length === 0) return { ids: [], previous: 0, head: null }
         const previous = lastBatch.get(batch.producer) ?? 0
-        const texts = payloads.map((payload) => (typeof payload === "string" ? payload : payload.toString("utf8")))
+        const texts = payloads.map(captureText)
         const ids = firstTime(batch) ? append(texts, now) : []
         return { ids, previous, head: newest }
       })

@@ -22,7 +22,7 @@
  */
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { type BatchId, type CapturePayload, compareIds } from "./CaptureStream.ts"
+import { type BatchId, captureBytes, type CapturePayload, compareIds } from "./CaptureStream.ts"
 import { syncAndClose, writeAll, writeAllParts } from "./files.ts"
 
 const LEGACY_FILE = "published.ndjson"
@@ -150,7 +150,7 @@ export class Retention {
     // the payloads' bytes as they are, not one string of the whole batch: flattened and encoded, that string cost a
     // batch of long calls tens of megabytes of copies
     const parts: Array<Uint8Array> = [Buffer.from(`@${batch.producer}:${batch.seq} ${head} ${payloads.length}\n`)]
-    for (const payload of payloads) parts.push(typeof payload === "string" ? Buffer.from(payload) : payload, NEWLINE)
+    for (const payload of payloads) parts.push(captureBytes(payload), NEWLINE)
     const segment = this.writable()
     const bytes = writeAllParts(segment.fd, parts, segment.size)
     this.kept.push({ batch, head, entries: payloads.length, segment, start: segment.size, end: segment.size + bytes })

@@ -19,6 +19,7 @@ import { CAPTURE_VERSION, type Capture, type CaptureError } from "../domain/capt
 import type { Principal } from "../domain/principal.ts"
 import type { Usage } from "../domain/usage.ts"
 import type { Attribution } from "./attribution.ts"
+import { capturePayload } from "./capturePayload.ts"
 import type { GatewayAuth } from "./GatewayAuth.ts"
 import type { GatewayMetrics } from "./GatewayMetrics.ts"
 import { gatewayError } from "./GatewayServer.ts"
@@ -57,6 +58,8 @@ export interface ExchangeInput {
   readonly who: Attribution
   /** the request as the caller sent it (what the capture keeps) */
   readonly request: string
+  /** the same request as the caller's bytes, when they are valid UTF-8 (the capture is then built as bytes) */
+  readonly requestBytes: Buffer | undefined
   readonly plan: CallPlan
   readonly ledgerId: string
   /** epoch ms at arrival, and the monotonic clock at the same moment (durations use the latter) */
@@ -89,6 +92,7 @@ export class Exchange implements Dispatcher.DispatchHandler {
   private readonly principal: Principal
   private readonly who: Attribution
   private readonly request: string
+  private readonly requestBytes: Buffer | undefined
   private readonly plan: CallPlan
   private readonly ledgerId: string
   private readonly startedAt: number
@@ -115,6 +119,7 @@ export class Exchange implements Dispatcher.DispatchHandler {
     this.principal = input.principal
     this.who = input.who
     this.request = input.request
+    this.requestBytes = input.requestBytes
     this.plan = input.plan
     this.ledgerId = input.ledgerId
     this.startedAt = input.startedAt
@@ -302,7 +307,7 @@ export class Exchange implements Dispatcher.DispatchHandler {
       ended_at: Math.round(this.startedAt + now - this.t0),
       upstream_ms: round(upstreamMs)
     }
-    this.deps.publisher.offer(JSON.stringify(capture), capture)
+    this.deps.publisher.offer(capturePayload(capture, this.requestBytes), capture)
   }
 }
 

@@ -9,6 +9,7 @@ import type { Principal } from "../domain/principal.ts"
 import { attribution, isError } from "./attribution.ts"
 import { type CallDependencies, type Caller, Exchange } from "./Exchange.ts"
 import { gatewayError } from "./GatewayServer.ts"
+import { forwardableBytes } from "../providers/body.ts"
 import type { ProviderError } from "../providers/index.ts"
 import { type Surface, unreadable } from "./surfaces/surface.ts"
 import { intake } from "./intake.ts"
@@ -89,13 +90,15 @@ class GatewayCall {
       return this.refuse(gatewayError(400, `the request body is not valid JSON: ${(cause as Error).message}`, "invalid_json"))
     }
     const apiKey = this.req.headers["x-service-provider-api-key"]
+    // the bytes stand for the text (forwarded, and escaped into the capture) only when they are valid UTF-8
+    const bytes = forwardableBytes(bodyBytes)
     let plan
     try {
       plan = this.surface.plan(body, {
         providers: this.deps.providers,
         req: this.req,
         bodyText,
-        bodyBytes,
+        bodyBytes: bytes,
         apiKey: typeof apiKey === "string" && apiKey !== "" ? apiKey : undefined,
         ledgerId: this.ledgerId
       })
@@ -107,6 +110,7 @@ class GatewayCall {
       principal,
       who,
       request: bodyText,
+      requestBytes: bytes,
       plan,
       ledgerId: this.ledgerId,
       startedAt: this.startedAt,

@@ -9,6 +9,7 @@ import { Context, Effect, Layer } from "effect"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import OpenAI from "openai"
+import { agentConversation } from "../../bench/ingest/captures.ts"
 import { type Capture, captureUsage } from "../../src/domain/capture.ts"
 import { uuidv7, uuidv7Time } from "../../src/gateway/uuidv7.ts"
 import { COMPAT_UPSTREAM, type GatewayStack, gatewayStack } from "../support/gateway-stack.ts"
@@ -262,6 +263,27 @@ describe("gateway with the openai client", () => {
         )
         const body = lastRequest(stack, "openai").body
         assert.deepStrictEqual(body, { model: "gpt-4o", messages: [{ role: "user", content: "hello" }], temperature: 0.25, metadata: { ticket: "OPS-7" } })
+      }))
+
+    it.effect("an agent's long conversation is forwarded with only the model changed and captured as sent, streamed or not", () =>
+      Effect.gen(function*() {
+        const stack = yield* Stack
+        // ~110 KB, with characters beyond ASCII (the gateway forwards and captures it from the caller's bytes)
+        const messages = agentConversation(20) as Array<OpenAI.ChatCompletionMessageParam>
+        for (const stream of [false, true]) {
+          const ledgerId = yield* Effect.promise(async () => {
+            const { data, response } = await clientFor(stack).chat.completions.create({ model: "openai/gpt-4o", messages, stream }).withResponse()
+            if (stream) for await (const _ of data as AsyncIterable<unknown>) { /* read to the end */ }
+            return response.headers.get("x-ledger-id")!
+          })
+          const body = lastRequest(stack, "openai").body
+          assert.strictEqual(body.model, "gpt-4o")
+          assert.deepStrictEqual(body.messages, messages)
+          assert.deepStrictEqual(body.stream_options, stream ? { include_usage: true } : undefined)
+          const request = JSON.parse((yield* stack.capture(ledgerId)).request)
+          assert.strictEqual(request.model, "openai/gpt-4o")
+          assert.deepStrictEqual(request.messages, messages)
+        }
       }))
 
     it.effect("GET /v1/models lists the priced models in the OpenAI list shape", () =>

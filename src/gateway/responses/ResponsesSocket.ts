@@ -200,6 +200,8 @@ class ResponsesConnection {
       principal: this.session.principal,
       who: this.session.who,
       request: frame,
+      // a socket frame is text already: its capture is built as text
+      requestBytes: undefined,
       plan: turn,
       ledgerId,
       startedAt,

@@ -5,7 +5,6 @@
  */
 import type * as Http from "node:http"
 import type { CaptureApi } from "../../domain/capture.ts"
-import { forwardableBytes } from "../../providers/body.ts"
 import { gatewayError } from "../GatewayServer.ts"
 import type { CallContext, ProviderAdapter, ProviderError } from "../../providers/index.ts"
 import type { ProviderRoute, ProviderRoutes } from "../../providers/routing.ts"
@@ -15,8 +14,8 @@ export interface PlanInput {
   readonly req: Http.IncomingMessage
   /** the body as received (pass-through adapters forward it with only the model edited) */
   readonly bodyText: string
-  /** the same body as the bytes received */
-  readonly bodyBytes: Buffer
+  /** the same body as the bytes received, when they are valid UTF-8 (exactly `bodyText`'s encoding) */
+  readonly bodyBytes: Buffer | undefined
   /** the caller's provider key (x-service-provider-api-key) */
   readonly apiKey: string | undefined
   readonly ledgerId: string
@@ -134,7 +133,7 @@ export const callContext = (
   includeUsage: options.includeUsage ?? false,
   apiVersion: target.route.apiVersion,
   requestText: input.bodyText,
-  requestBytes: forwardableBytes(input.bodyBytes),
+  requestBytes: input.bodyBytes,
   passHeaders: options.passHeaders,
   ledgerId: input.ledgerId
 })
