@@ -198,7 +198,7 @@ const makeShardPublisher = (
       const id = nextBatchId()
       let kept = false
       // encoded once for Redis and the retention alike (CapturePayload); the in-process stream keeps the texts
-      const payloads = stream.backend === "redis" ? batch.map(captureBytes) : batch
+      const payloads: Array<CapturePayload> = stream.backend === "redis" ? batch.map(captureBytes) : batch
       return Effect.gen(function*() {
         const exit = yield* Effect.exit(stream.publish(payloads, id))
         kept = true
@@ -209,6 +209,7 @@ const makeShardPublisher = (
           published.updateUnsafe(count, context)
           yield* publishSucceeded
           release(batch)
+          release(payloads)
           return
         }
         spillTaken(batch, id)
