@@ -10,7 +10,7 @@ import type { Artifact, Finding, Intent, Outcome, Score } from "../../domain/dec
 import { type ChatCall, lastUserText } from "./chat.ts"
 import { clamp01, roundTo } from "./numbers.ts"
 import type { OutcomeVerdict } from "./outcome.ts"
-import { parseJson } from "./text.ts"
+import { matchesOf, parseJson } from "./text.ts"
 
 /** Accumulates a score from a baseline and signed adjustments, recording each as a reason. */
 const scorer = (base: number, why: string) => {
@@ -61,7 +61,7 @@ export const scoreConfidence = (call: ChatCall, verdict: OutcomeVerdict): Score 
   if (fromLogprobs !== undefined) return fromLogprobs
   const score = scorer(CONFIDENCE_BASE[verdict.outcome], `outcome ${verdict.outcome} (${verdict.reason})`)
   if (verdict.outcome !== "error") {
-    const hedges = [...new Set(Array.from(call.answer.text.toLowerCase().matchAll(HEDGES), (match) => match[1]!))]
+    const hedges = [...new Set(matchesOf(HEDGES, call.answer.text.toLowerCase()).map((match) => match[1]!))]
     if (hedges.length > 0) {
       const counted = hedges.slice(0, MAX_HEDGES_COUNTED)
       score.adjust(-HEDGE_PENALTY * counted.length, `hedging ${counted.map((hedge) => `"${hedge}"`).join(", ")}`)

@@ -10,7 +10,7 @@ import type { Capture, CaptureSource } from "../../domain/capture.ts"
 import type { Derivation } from "../../domain/decision.ts"
 import type { ChatCall } from "./chat.ts"
 import { readCall } from "./read.ts"
-import { findFilePaths, findUrls, splitFences } from "./text.ts"
+import { findFilePaths, findUrls, matchesOf, splitFences } from "./text.ts"
 
 export type SubjectKind =
   | "ticket"
@@ -123,7 +123,7 @@ export const extractSubjectsFromCall = (derivation: Derivation, call: ChatCall):
     // ticket, issue number or service name, and scanning them with the full patterns is the costly part.
     const mayHaveTicket = open("ticket") && TICKET_HINT.test(text)
     const mayHaveIssue = open("issue") && text.includes("#")
-    for (const [, project, number] of mayHaveTicket ? text.matchAll(TICKET) : []) {
+    for (const [, project, number] of mayHaveTicket ? matchesOf(TICKET, text) : []) {
       if (!NOT_TICKET_PREFIXES.has(project!)) add("ticket", `${project}-${number}`.toUpperCase(), `${project}-${number}`)
     }
     for (const url of open("issue") || open("url") ? findUrls(text) : []) {
@@ -135,21 +135,21 @@ export const extractSubjectsFromCall = (derivation: Derivation, call: ChatCall):
       const key = normaliseUrl(url)
       if (key !== undefined) add("url", key, url)
     }
-    for (const [label, repository, number] of mayHaveIssue ? text.matchAll(REPOSITORY_ISSUE) : []) {
+    for (const [label, repository, number] of mayHaveIssue ? matchesOf(REPOSITORY_ISSUE, text) : []) {
       add("issue", `${repository}#${number}`.toLowerCase(), label)
     }
-    for (const [label, number] of mayHaveIssue ? prose.matchAll(BARE_ISSUE) : []) add("issue", `#${number}`, label)
+    for (const [label, number] of mayHaveIssue ? matchesOf(BARE_ISSUE, prose) : []) add("issue", `#${number}`, label)
     for (const path of open("file") ? findFilePaths(text) : []) add("file", normalisePath(path), path)
-    for (const [, service] of open("service") && SERVICE_HINT.test(text) ? text.matchAll(SERVICE) : []) {
+    for (const [, service] of open("service") && SERVICE_HINT.test(text) ? matchesOf(SERVICE, text) : []) {
       if (!NOT_SERVICE_PREFIXES.has(service!.split("-")[0]!.toLowerCase())) add("service", service!.toLowerCase(), service!)
     }
     if (open("table")) {
-      for (const [, table] of text.matchAll(TABLE)) addTable(table!)
+      for (const [, table] of matchesOf(TABLE, text)) addTable(table!)
       for (const block of blocks) {
-        if (block.language === "sql") for (const [, table] of block.content.matchAll(TABLE_ANY_CASE)) addTable(table!)
+        if (block.language === "sql") for (const [, table] of matchesOf(TABLE_ANY_CASE, block.content)) addTable(table!)
       }
     }
-    for (const [, name] of open("function") ? text.matchAll(FUNCTION) : []) add("function", name!, name!)
+    for (const [, name] of open("function") ? matchesOf(FUNCTION, text) : []) add("function", name!, name!)
   }
 
   for (const step of derivation.logic_trace) {
@@ -160,7 +160,7 @@ export const extractSubjectsFromCall = (derivation: Derivation, call: ChatCall):
   // the user texts come first in `texts`
   for (const prose of proses.slice(0, userTexts.length)) {
     if (full() || !open("topic")) break
-    for (const [topic] of prose.matchAll(TOPIC)) {
+    for (const [topic] of matchesOf(TOPIC, prose)) {
       const key = topic.toLowerCase()
       if (!NOT_TOPICS.has(key) && !functionNames.has(topic)) add("topic", key, topic)
     }

@@ -31,6 +31,27 @@ export const collapseWhitespace = (text: string): string =>
 /** One-shot `hash`: a Hash object per call cost the builder ~3 µs a decision more (bench/RESULTS.md, "Scale"). */
 export const sha256Hex = (text: string): string => hash("sha256", text, "hex")
 
+const NO_MATCHES: ReadonlyArray<RegExpExecArray> = []
+
+/**
+ * Every match of a global `pattern` in `text`, as `matchAll` gives them. `matchAll` makes a copy of its pattern on
+ * every call (~0.25 µs, ten times an `exec` that finds nothing), and a derivation runs a dozen patterns over texts
+ * most of which hold no match.
+ */
+export const matchesOf = (pattern: RegExp, text: string): ReadonlyArray<RegExpExecArray> => {
+  pattern.lastIndex = 0
+  let match = pattern.exec(text)
+  if (match === null) return NO_MATCHES
+  const matches: Array<RegExpExecArray> = []
+  while (match !== null) {
+    matches.push(match)
+    // an empty match would match again at the same place
+    if (match[0] === "") pattern.lastIndex++
+    match = pattern.exec(text)
+  }
+  return matches
+}
+
 /** `JSON.parse` that answers `undefined` instead of throwing. */
 export const parseJson = (text: string): unknown => {
   try {
@@ -119,7 +140,7 @@ const TRAILING_PUNCTUATION = /[.,;:!?*_]+$/
 
 /** http(s) URLs mentioned in `text`, in order of appearance, without trailing sentence punctuation. */
 export const findUrls = (text: string): Array<string> =>
-  Array.from(text.matchAll(URL_PATTERN), (match) => match[0].replace(TRAILING_PUNCTUATION, ""))
+  matchesOf(URL_PATTERN, text).map((match) => match[0].replace(TRAILING_PUNCTUATION, ""))
 
 const FILE_EXTENSIONS = [
   "ts", "tsx", "mts", "cts", "js", "jsx", "mjs", "cjs", "py", "ipynb", "rb", "go", "rs", "java", "kt", "kts",
