@@ -66,8 +66,19 @@ export interface ChainLink {
 /** Text as Postgres gives it back: NUL replaced (pgText), and a lone surrogate as U+FFFD (how UTF-8 encodes it). */
 const stored = (text: string) => pgText(text).toWellFormed()
 
-/** JSON as jsonb gives it back (what verification reads), for values stored through `pgJson`. */
-const asStored = (value: unknown) => (value === null || value === undefined ? null : JSON.parse(pgJson(value)))
+/**
+ * JSON as jsonb gives it back (what verification reads), for values stored through `pgJson`. A usage document is
+ * mostly a flat object of numbers, which the round trip would give back as it is (`canonicalJson` writes numbers as
+ * JSON does).
+ */
+const asStored = (value: unknown) =>
+  value === null || value === undefined ? null : numbersOnly(value) ? value : JSON.parse(pgJson(value))
+
+const numbersOnly = (value: unknown) => {
+  if (typeof value !== "object" || value === null || Array.isArray(value) || Object.getPrototypeOf(value) !== Object.prototype) return false
+  for (const key in value) if (typeof (value as Record<string, unknown>)[key] !== "number") return false
+  return true
+}
 
 /** A decision's place in its chain. */
 type Place = Pick<ChainFacts, "seq" | "recorded_at" | "chain_key">

@@ -62,8 +62,18 @@ const sentences = (line: string): Array<string> => {
 /** Strips emphasis markers so the stored finding reads as plain text. */
 const plain = (sentence: string): string => collapseWhitespace(sentence.replace(/\*\*|__|`/g, ""))
 
+/** Four words or more (three spaces), not a question or a lead-in. */
 const isStatement = (sentence: string): boolean =>
-  sentence.split(" ").length >= 4 && !sentence.endsWith("?") && !sentence.endsWith(":")
+  !sentence.endsWith("?") && !sentence.endsWith(":") && hasSpaces(sentence, 3)
+
+const hasSpaces = (text: string, count: number): boolean => {
+  let at = -1
+  for (let found = 0; found < count; found++) {
+    at = text.indexOf(" ", at + 1)
+    if (at === -1) return false
+  }
+  return true
+}
 
 /** `cutOff`: the answer stops mid-sentence (truncated), so its unfinished last sentence is no finding. */
 export const extractFindings = (answer: string, options: { readonly cutOff: boolean }): Array<Finding> => {

@@ -94,7 +94,26 @@ const FENCE_CLOSE = /^ {0,3}(`{3,}|~{3,})\s*$/
  */
 export const splitFences = (text: string): FencedText => {
   // no fence can open without three backticks or tildes: most texts, split here several times a derivation
-  if (!text.includes("```") && !text.includes("~~~")) return { prose: text.replaceAll("\r\n", "\n"), blocks: [] }
+  if (!text.includes("```") && !text.includes("~~~")) return { prose: text.replaceAll("\r\n", "\n"), blocks: NO_BLOCKS }
+  let split = recentSplits.get(text)
+  if (split === undefined) {
+    split = splitFencedText(text)
+    if (recentSplits.size >= RECENT_SPLITS) recentSplits.clear()
+    recentSplits.set(text, split)
+  }
+  return split
+}
+
+const NO_BLOCKS: ReadonlyArray<FencedBlock> = []
+
+/**
+ * The last texts with fences split, and their parts: a derivation splits its ask and its answer several times (for
+ * the title, the intent, evidence, subjects, findings and artifacts), and the parts are read, never changed.
+ */
+const recentSplits = new Map<string, FencedText>()
+const RECENT_SPLITS = 16
+
+const splitFencedText = (text: string): FencedText => {
   const prose: Array<string> = []
   const blocks: Array<FencedBlock> = []
   let open: { fence: string; info: string; precedingLine: string; lines: Array<string> } | undefined
