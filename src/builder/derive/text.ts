@@ -203,7 +203,8 @@ const isPathCharacter = (code: number) => code < 128 && PATH_CHARACTERS[code] ==
  * the text as a global match would, without trying it at every position. A path lies within one run of path
  * characters that holds a hint, and can start only where its look-behind allows — at the run's start or just after a
  * `~` (the one path character the look-behind does not refuse) — so only those places are tried (3–4× faster on
- * agents' conversations: bench/RESULTS.md, "Long agent conversations"). test/unit/text.test.ts holds it to the scan.
+ * agents' conversations: bench/RESULTS.md, "The derivation's text scans"). test/unit/file-paths.test.ts holds it to
+ * the scan.
  */
 export const findFilePaths = (text: string): Array<string> => {
   if (!FILE_HINT.test(text)) return []
