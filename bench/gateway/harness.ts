@@ -37,7 +37,7 @@ const autocannon = createRequire(import.meta.url)("autocannon") as (options: {
 
 export const ROOT = Path.resolve(import.meta.dirname, "../..")
 
-export { mainThreadCpu, processCpu } from "../support/cpu.ts"
+export { mainThreadCpu, processCpu, redisCpuSeconds } from "../support/cpu.ts"
 
 export const freePort = () =>
   new Promise<number>((resolve, reject) => {

@@ -40,6 +40,7 @@ import {
   measure,
   option,
   processCpu,
+  redisCpuSeconds,
   type Sample,
   sample,
   startChild,
@@ -132,11 +133,7 @@ const main = async () => {
       ]
     }
 
-    const redisCpu = async () => {
-      const info = await redis.info("cpu")
-      const seconds = (name: string) => Number(new RegExp(`^${name}:(\\S+)`, "m").exec(info)?.[1] ?? NaN)
-      return seconds("used_cpu_user") + seconds("used_cpu_sys")
-    }
+    const redisCpu = async () => redisCpuSeconds(await redis.info("cpu"))
     /** CPU seconds used so far by each process (Redis through INFO) */
     const cpuNow = async () => ({
       fake: processCpu(fake.child.pid) ?? NaN,

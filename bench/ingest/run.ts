@@ -20,6 +20,8 @@
  * cores the builders and their backends keep busy meanwhile (`backlog_cores_busy`, of the machine's two).
  * The CPU time the builder processes and their PostgreSQL backends spend in the steady part, per decision, gives the
  * rate two otherwise idle cores could sustain — a figure that holds up on a machine shared with other work.
+ * The machine's other work is reported beside it: this process's CPU a capture published (it publishes as the
+ * gateways would, each capture encoded once), and Redis's (`INFO cpu`) a decision, steady and while draining.
  * Between the phases: the analytics materialiser in the builder processes yields while the builders have a backlog
  * (LEDGER_ANALYTICS_YIELD_BACKLOG, LEDGER_ANALYTICS_YIELD_AGE_MS); the time it and then the detectors take to catch up with the burst is reported,
  * and phase 2 starts once they have (at most 5 minutes), so that phase measures a steady pipeline.
@@ -38,10 +40,11 @@ import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { parseArgs } from "node:util"
+import { createClient } from "redis"
 import { StoreLive } from "../../layers/Store.ts"
 import { CaptureShards } from "../../src/capture/CaptureShards.ts"
 import type { WorkspaceScope } from "../../src/domain/principal.ts"
-import { batchIds } from "../../src/capture/CaptureStream.ts"
+import { batchIds, captureBytes, type CapturePayload } from "../../src/capture/CaptureStream.ts"
 import { LedgerConfig } from "../../src/config/LedgerConfig.ts"
 import { Credentials } from "../../src/auth/Credentials.ts"
 import { DatabaseLive } from "../../src/store/Database.ts"
@@ -49,7 +52,7 @@ import { testDatabase } from "../../test/support/db.ts"
 import { freePort } from "../../test/support/ports.ts"
 import { TEST_REDIS_URL, testKeyPrefix } from "../../test/support/redis.ts"
 import { testSettings } from "../../test/support/settings.ts"
-import { processesCpu } from "../support/cpu.ts"
+import { processesCpu, redisCpuSeconds } from "../support/cpu.ts"
 import { CAPTURE_SHAPES, type CaptureIdentity, type CaptureShape, realisticCapture, TEMPLATE_COUNT } from "./captures.ts"
 
 const { values: args } = parseArgs({
@@ -132,10 +135,11 @@ const publishAt = (perSecond: number, seconds: number, make: (i: number, now: nu
       if (due > 0) {
         const now = Date.now()
         const count = Math.min(due, 2_000)
-        const byShard = shards.streams.map((): Array<string> => [])
+        const byShard = shards.streams.map((): Array<CapturePayload> => [])
         for (let i = 0; i < count; i++) {
           const { payload, scope } = make(published + i, now)
-          byShard[shards.shardOf(scope)]!.push(payload)
+          // encoded once, as the gateway's publisher does (node-redis would join a batch's strings into one)
+          byShard[shards.shardOf(scope)]!.push(captureBytes(payload))
         }
         for (const [shard, payloads] of byShard.entries()) {
           if (payloads.length > 0) yield* shards.streams[shard]!.publish(payloads, nextBatch[shard]!())
@@ -191,6 +195,11 @@ const program = Effect.gen(function*() {
     captureShards: SHARDS
   })
   const context = yield* Layer.build(Layer.mergeAll(StoreLive, CaptureShards.redis, DatabaseLive).pipe(Layer.provideMerge(LedgerConfig.layerFrom(settings))))
+  // Redis's own CPU (INFO cpu), the machine's third consumer while builders drain
+  const redis = yield* Effect.acquireRelease(
+    Effect.promise(() => createClient({ url: TEST_REDIS_URL }).connect()),
+    (client) => Effect.promise(() => client.quit().catch(() => undefined))
+  )
   return yield* Effect.gen(function*() {
     const credentials = yield* Credentials
     const identities: Array<CaptureIdentity> = []
@@ -222,12 +231,14 @@ const program = Effect.gen(function*() {
 
     // --- phase 1: sustained throughput
     yield* log(`sustained: publishing ${RATE}/s for ${SECONDS} s`)
-    const samples: Array<{ t: number; n: number; cpu: Map<number, number> }> = []
+    const samples: Array<{ t: number; n: number; cpu: Map<number, number>; redis: number }> = []
     const started = Date.now()
+    const publisherCpuBefore = process.cpuUsage()
     const sampler = yield* Effect.forkChild(
       Effect.gen(function*() {
         const cpu = processesCpu(yield* pipelinePids)
-        samples.push({ t: Date.now() - started, n: yield* countDecisions(sustainedWorkspaces), cpu })
+        const redisCpu = redisCpuSeconds(yield* Effect.promise(() => redis.info("cpu")))
+        samples.push({ t: Date.now() - started, n: yield* countDecisions(sustainedWorkspaces), cpu, redis: redisCpu })
         yield* Effect.sleep("250 millis")
       }).pipe(Effect.forever)
     )
@@ -238,6 +249,7 @@ const program = Effect.gen(function*() {
       return { scope: capture, payload: JSON.stringify(capture) }
     })
     const publishedFor = (Date.now() - started) / 1000
+    const publisherCpu = process.cpuUsage(publisherCpuBefore)
     while ((yield* countDecisions(sustainedWorkspaces)) < published) yield* Effect.sleep("100 millis")
     const drainedAt = (Date.now() - started) / 1000
     yield* Fiber.interrupt(sampler)
@@ -277,7 +289,15 @@ const program = Effect.gen(function*() {
       backlog_drain_rate: backlogRate,
       backlog_cores_busy: backlogCoresBusy,
       cpu_ms_per_decision: { total: cpuMsPerDecision, builders: perDecision(builderCpu), postgres: perDecision(cpu - builderCpu) },
-      capacity_on_two_idle_cores: Math.round(2_000 / cpuMsPerDecision)
+      capacity_on_two_idle_cores: Math.round(2_000 / cpuMsPerDecision),
+      // the machine's other work: this process publishing (the gateways' part; with its sampling), and Redis
+      publisher_cpu_ms_per_capture: Number(((publisherCpu.user + publisherCpu.system) / 1000 / published).toFixed(3)),
+      redis_cpu_ms_per_decision: {
+        steady: perDecision(last.redis - first.redis),
+        backlog: draining.length < 2
+          ? null
+          : Number((((draining.at(-1)!.redis - draining[0]!.redis) * 1000) / (draining.at(-1)!.n - draining[0]!.n)).toFixed(3))
+      }
     }
     if (SUSTAINED_ONLY) {
       console.log(JSON.stringify({ builders: BUILDERS, consumers_per_builder: CONSUMERS, batch: BATCH, shards: SHARDS, sustained }, null, 2))

@@ -21,3 +21,9 @@ export const mainThreadCpu = (pid: number | undefined): number | undefined => cp
 /** CPU seconds each process has used so far; a process that exited counts as 0. */
 export const processesCpu = (pids: ReadonlyArray<number>): Map<number, number> =>
   new Map(pids.map((pid) => [pid, processCpu(pid) ?? 0]))
+
+/** CPU seconds a Redis server has used so far (user + system), from the text of its `INFO cpu`. */
+export const redisCpuSeconds = (info: string): number => {
+  const seconds = (name: string) => Number(new RegExp(`^${name}:(\\S+)`, "m").exec(info)?.[1] ?? NaN)
+  return seconds("used_cpu_user") + seconds("used_cpu_sys")
+}
