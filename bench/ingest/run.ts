@@ -19,7 +19,8 @@
  * and the backlog drain rate (the slope after publishing stopped, while the builders work off what is left) with the
  * cores the builders and their backends keep busy meanwhile (`backlog_cores_busy`, of the machine's two).
  * The CPU time the builder processes and their PostgreSQL backends spend in the steady part, per decision, gives the
- * rate two otherwise idle cores could sustain — a figure that holds up on a machine shared with other work.
+ * rate two otherwise idle cores could sustain — a figure that holds up on a machine shared with other work —, and the
+ * same while they drain alone (`backlog_cpu_ms_per_decision`).
  * The machine's other work is reported beside it: this process's CPU a capture published (it publishes as the
  * gateways would, each capture encoded once), and Redis's (`INFO cpu`) a decision, steady and while draining.
  * Between the phases: the analytics materialiser in the builder processes yields while the builders have a backlog
@@ -276,10 +277,12 @@ const program = Effect.gen(function*() {
       : Math.round(((draining.at(-1)!.n - draining[0]!.n) / (draining.at(-1)!.t - draining[0]!.t)) * 1000)
     // how much of the machine the builders and their backends keep busy while draining alone: what overlapping their
     // work raises, whatever the VM's speed at the time
-    const backlogCoresBusy = draining.length < 2
+    const backlogCpu = draining.length < 2 ? null : cpuBetween(draining[0]!, draining.at(-1)!)
+    const backlogCoresBusy = backlogCpu === null
       ? null
-      : Number((cpuBetween(draining[0]!, draining.at(-1)!).all / ((draining.at(-1)!.t - draining[0]!.t) / 1000)).toFixed(2))
+      : Number((backlogCpu.all / ((draining.at(-1)!.t - draining[0]!.t) / 1000)).toFixed(2))
     const perDecision = (seconds: number) => Number(((seconds * 1000) / (last.n - first.n)).toFixed(3))
+    const perBacklogDecision = (seconds: number) => Number(((seconds * 1000) / (draining.at(-1)!.n - draining[0]!.n)).toFixed(3))
     const cpuMsPerDecision = perDecision(cpu)
     yield* log(`published ${published} in ${publishedFor.toFixed(1)} s; all committed after ${drainedAt.toFixed(1)} s`)
     const sustained = {
@@ -289,6 +292,12 @@ const program = Effect.gen(function*() {
       backlog_drain_rate: backlogRate,
       backlog_cores_busy: backlogCoresBusy,
       cpu_ms_per_decision: { total: cpuMsPerDecision, builders: perDecision(builderCpu), postgres: perDecision(cpu - builderCpu) },
+      // the same while draining alone: the steady figure above shares the cores with the publisher and Redis
+      backlog_cpu_ms_per_decision: backlogCpu === null ? null : {
+        total: perBacklogDecision(backlogCpu.all),
+        builders: perBacklogDecision(backlogCpu.ofBuilders),
+        postgres: perBacklogDecision(backlogCpu.all - backlogCpu.ofBuilders)
+      },
       capacity_on_two_idle_cores: Math.round(2_000 / cpuMsPerDecision),
       // the machine's other work: this process publishing (the gateways' part; with its sampling), and Redis
       publisher_cpu_ms_per_capture: Number(((publisherCpu.user + publisherCpu.system) / 1000 / published).toFixed(3)),
