@@ -16,9 +16,12 @@
  * Phase 1, sustained: captures are published open-loop at `--rate` (above what the builders can take, so they
  * are never idle) for `--seconds`; the committed-decision count is sampled every 250 ms and the sustained rate
  * is the slope over the steady part (once the builders have built `--warmup` decisions and 3 s have passed, until
- * publishing stops), besides the overall drain rate
- * and the backlog drain rate (the slope after publishing stopped, while the builders work off what is left) with the
- * cores the builders and their backends keep busy meanwhile (`backlog_cores_busy`, of the machine's two).
+ * publishing stops), besides the overall drain rate and the backlog drain rate (the slope after publishing stopped,
+ * while the builders work off what is left) with the cores the builders and their backends keep busy meanwhile
+ * (`backlog_cores_busy`, of the machine's two). The warm-up is counted in decisions: fresh builder processes spend
+ * several times more CPU a decision in their first seconds (700, 270, 160 µs a realistic decision in seconds 1–3
+ * against ~100–160 once ~30,000 are built), and a window from 3 s measured part of that (bench/RESULTS.md, "Where the
+ * rest of a decision's CPU goes"). `--warmup 0` gives the window as it was.
  * The CPU time the builder processes and their PostgreSQL backends spend in the steady part, per decision, gives the
  * rate two otherwise idle cores could sustain — a figure that holds up on a machine shared with other work —, and the
  * same while they drain alone (`backlog_cpu_ms_per_decision`).
@@ -27,10 +30,6 @@
  * Between the phases: the analytics materialiser in the builder processes yields while the builders have a backlog
  * (LEDGER_ANALYTICS_YIELD_BACKLOG, LEDGER_ANALYTICS_YIELD_AGE_MS); the time it and then the detectors take to catch up with the burst is reported,
  * and phase 2 starts once they have (at most 5 minutes), so that phase measures a steady pipeline.
- * The warm-up is counted in decisions because fresh builder processes spend several times more CPU a decision
- * in their first seconds (V8 has not optimised their hot paths yet): 700, 270, 160 µs a realistic decision in seconds
- * 1–3 against ~100–160 once ~30,000 are built, and a window from 3 s measured part of that (bench/RESULTS.md, "Where
- * the rest of a decision's CPU goes"). `--warmup 0` gives the window as it was.
  * Phase 2, latency: `--latency-rate` captures/s for `--latency-seconds`, each stamped with its publish time as the
  * end of the call; latency is the decision's `built_at` (clock_timestamp() of its insert, a few ms before commit)
  * minus that time, reported as p50/p95/p99/max.
