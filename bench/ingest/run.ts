@@ -6,6 +6,7 @@
  *   npx node bench/ingest/run.ts [--builders 2] [--consumers 1] [--batch 4000] [--shards 1] [--workspaces 3]
  *                                [--rate 8000] [--seconds 20] [--latency-rate 1000] [--latency-seconds 20]
  *                                [--sustained-only] [--captures realistic|short|conversation] [--warmup 30000]
+ *                                [--drain-beside 0]
  *
  * `--captures short` publishes the gateway benchmark's small call instead of the realistic shapes (captures.ts).
  * `--sustained-only` stops after phase 1 (for side-by-side runs of the builder's rate). `--shards N` runs the capture
@@ -24,7 +25,10 @@
  * rest of a decision's CPU goes"). `--warmup 0` gives the window as it was.
  * The CPU time the builder processes and their PostgreSQL backends spend in the steady part, per decision, gives the
  * rate two otherwise idle cores could sustain — a figure that holds up on a machine shared with other work —, and the
- * same while they drain alone (`backlog_cpu_ms_per_decision`).
+ * same while they drain alone (`backlog_cpu_ms_per_decision`). `--drain-beside R` goes on publishing the same captures
+ * at R/s once the sustained publishing stops, to a stream key no builder reads, until the backlog is built: the backlog
+ * figures then measure the builders draining beside a publisher that shares the cores but not their work (bench/
+ * RESULTS.md, "What the steady phase's extra cost comes with").
  * The machine's other work is reported beside it: this process's CPU a capture published (it publishes as the
  * gateways would, each capture encoded once), and Redis's (`INFO cpu`) a decision, steady and while draining.
  * Between the phases: the analytics materialiser in the builder processes yields while the builders have a backlog
@@ -73,7 +77,8 @@ const { values: args } = parseArgs({
     shards: { type: "string", default: "1" },
     workspaces: { type: "string", default: "3" },
     captures: { type: "string", default: "realistic" },
-    warmup: { type: "string", default: "30000" }
+    warmup: { type: "string", default: "30000" },
+    "drain-beside": { type: "string", default: "0" }
   }
 })
 const BUILDERS = Number(args.builders)
@@ -88,6 +93,7 @@ const SHARDS = Number(args.shards)
 const WORKSPACES = Number(args.workspaces)
 const SHAPE = args.captures as CaptureShape
 const WARMUP = Number(args.warmup)
+const DRAIN_BESIDE = Number(args["drain-beside"])
 if (!CAPTURE_SHAPES.includes(SHAPE)) throw new Error(`--captures: one of ${CAPTURE_SHAPES.join(", ")}`)
 const TICK_MS = 10
 /** How long phase 2 waits for analytics to catch up with phase 1 before it starts anyway. */
@@ -249,16 +255,24 @@ const program = Effect.gen(function*() {
         yield* Effect.sleep("250 millis")
       }).pipe(Effect.forever)
     )
-    const published = yield* publishAt(RATE, SECONDS, (i, now) => {
+    const sustainedCapture = (i: number, now: number) => {
       const identity = identities[i % identities.length]!
       const agent = Math.floor(i / identities.length) % AGENTS_PER_WORKSPACE
       const capture = realisticCapture(identity, { agent_id: `agent-${agent}`, agent_name: `Agent ${agent}`, started_at: now - 1_500, variant: i % TEMPLATE_COUNT }, SHAPE)
       return { scope: capture, payload: JSON.stringify(capture) }
-    })
+    }
+    const published = yield* publishAt(RATE, SECONDS, sustainedCapture)
     const publishedFor = (Date.now() - started) / 1000
     const publisherCpu = process.cpuUsage(publisherCpuBefore)
+    // the same publishing on, to a stream no builder reads, until the backlog is built (interrupted then)
+    const beside = DRAIN_BESIDE === 0 ? undefined : yield* Effect.forkChild(
+      publishAt(DRAIN_BESIDE, CATCH_UP_LIMIT_MS / 1000, sustainedCapture).pipe(
+        Effect.provide(CaptureShards.redis.pipe(Layer.provide(LedgerConfig.layerFrom({ ...settings, streamKey: `${prefix}beside`, captureShards: 1 }))))
+      )
+    )
     while ((yield* countDecisions(sustainedWorkspaces)) < published) yield* Effect.sleep("100 millis")
     const drainedAt = (Date.now() - started) / 1000
+    if (beside !== undefined) yield* Fiber.interrupt(beside)
     yield* Fiber.interrupt(sampler)
     const whilePublishing = (s: (typeof samples)[number]) => s.t >= 3_000 && s.t <= publishedFor * 1000
     const warm = samples.filter((s) => whilePublishing(s) && s.n >= WARMUP)
@@ -303,7 +317,9 @@ const program = Effect.gen(function*() {
       backlog_drain_rate: backlogRate,
       backlog_cores_busy: backlogCoresBusy,
       cpu_ms_per_decision: { total: cpuMsPerDecision, builders: perDecision(builderCpu), postgres: perDecision(cpu - builderCpu) },
-      // the same while draining alone: the steady figure above shares the cores with the publisher and Redis
+      // the same while draining alone (or beside `--drain-beside`): the steady figure above shares the cores with the
+      // publisher and Redis
+      drain_beside: DRAIN_BESIDE,
       backlog_cpu_ms_per_decision: backlogCpu === null ? null : {
         total: perBacklogDecision(backlogCpu.all),
         builders: perBacklogDecision(backlogCpu.ofBuilders),
