@@ -91,6 +91,15 @@ export const addressOf = (request: HttpServerRequest.HttpServerRequest) => Optio
 /** A redirect after a POST (303: the browser follows with GET). */
 export const seeOther = (location: string) => HttpServerResponse.redirect(location, { status: 303, headers: { "cache-control": "no-store" } })
 
-/** Where to go after sign-in: a path of this site, never another origin. */
-export const localPath = (next: string | null | undefined) =>
-  typeof next === "string" && next.startsWith("/") && !next.startsWith("//") && !next.startsWith("/\\") ? next : "/"
+/**
+ * Where to go after sign-in: `next` resolved against the public URL as a browser resolves it (tabs and newlines
+ * dropped, backslashes read as slashes), kept only when it stays on this origin. The answer is a path with one
+ * leading slash, so no reading of it as a Location can leave the origin.
+ */
+export const localPath = (next: string | null | undefined, publicUrl: string): string => {
+  if (typeof next !== "string" || next.length === 0 || next.length > 4096) return "/"
+  const base = new URL(publicUrl)
+  const target = URL.parse(next, base)
+  if (target === null || target.origin !== base.origin) return "/"
+  return `/${target.pathname.replace(/^\/+/, "")}${target.search}${target.hash}`
+}

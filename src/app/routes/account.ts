@@ -52,7 +52,7 @@ export const accountHandlers = (context: AppContext) => {
   const signInGet = Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest) {
     const query = new URL(request.url, config.publicUrl).searchParams
     const next = query.get("next")
-    if ((yield* signedIn(request, names, sessions)) !== undefined) return seeOther(localPath(next))
+    if ((yield* signedIn(request, names, sessions)) !== undefined) return seeOther(localPath(next, config.publicUrl))
     const refused = query.get("sso")
     const state: FormState = refused === null || ssoName === undefined ? {} : { notice: ssoRefusal(ssoName, refused) }
     return anonymousPage(request, (csrf) => signInPage(csrf, state, { signup: config.signup, next: next ?? undefined, sso: ssoName }), refused === null ? 200 : 403)
@@ -104,7 +104,7 @@ export const accountHandlers = (context: AppContext) => {
     }
     yield* limiter.succeeded(email)
     yield* Effect.logInfo("app sign-in").pipe(Effect.annotateLogs({ tenant_id: member.tenant_id, user_id: member.user_id }))
-    return yield* startSession(member, seeOther(localPath(next)))
+    return yield* startSession(member, seeOther(localPath(next, config.publicUrl)))
   })
 
   const signUpGet = Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest) {

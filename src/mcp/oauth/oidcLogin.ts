@@ -65,7 +65,7 @@ export const oidcLoginHandlers = (context: OAuthContext) => {
       )
     }
     const params = new URL(request.url, urls.issuer).searchParams
-    if (params.get("app") === "1") return yield* appStart(provider, localPath(params.get("next")))
+    if (params.get("app") === "1") return yield* appStart(provider, localPath(params.get("next"), urls.issuer))
     const check = yield* checkAuthorize(context, params, addressOf(request))
     if (check._tag !== "Valid") return refusedRequest(check)
     const unreachable = (failure: OidcFailure) =>
