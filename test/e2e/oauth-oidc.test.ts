@@ -15,6 +15,7 @@ import { launchBrowser, openPage, screenshot } from "../support/browser.ts"
 import { OidcProvider, oidcApiStack } from "../support/fake-oidc.ts"
 import { beginSdkAuthorization, callTool, mcpClient, pkcePair, postForm, registerOAuthClient, textOf } from "../support/mcp-client.ts"
 import { Callback } from "../support/oauth-callback.ts"
+import { formFields } from "../support/oauth-browser.ts"
 
 const Live = Callback.layer.pipe(Layer.provideMerge(oidcApiStack(["acme.test", "twice.test"])))
 
@@ -26,6 +27,8 @@ const hop = (url: string, cookie?: string) =>
       status: response.status,
       location: response.headers.get("location"),
       cookie: response.headers.get("set-cookie")?.split(";")[0],
+      /** every cookie the answer sets, as a Cookie header sends them back */
+      cookies: response.headers.getSetCookie().map((cookie) => cookie.split(";")[0]!).join("; "),
       text: await response.text()
     }
   })
@@ -104,9 +107,12 @@ describe("MCP OAuth with an OpenID Connect provider", () => {
 
         const { callbackUrl, cookie, answer } = yield* throughProvider
         assert.strictEqual(answer.status, 200)
-        const ticket = /name="ticket" value="([^"]+)"/.exec(answer.text)![1]!
         const consent = yield* Effect.promise(() =>
-          postForm(`${baseUrl}/oauth/authorize`, { step: "consent", ticket, decision: "allow", workspace_id: principal.workspace_id })
+          postForm(
+            `${baseUrl}/oauth/authorize`,
+            { ...formFields(answer.text, "ticket"), decision: "allow", workspace_id: principal.workspace_id },
+            { origin: baseUrl, cookie: answer.cookies }
+          )
         )
         assert.strictEqual(consent.status, 302)
         const location = new URL(consent.location!)

@@ -16,10 +16,8 @@ import { ApiStack, apiStack } from "../support/api-stack.ts"
 import { launchBrowser, openPage, screenshot } from "../support/browser.ts"
 import { Callback } from "../support/oauth-callback.ts"
 import {
-  authorizeWithForms,
   beginSdkAuthorization,
   callTool,
-  grantByForms,
   mcpAccepts,
   mcpClient,
   pkcePair,
@@ -27,6 +25,7 @@ import {
   registerOAuthClient,
   textOf
 } from "../support/mcp-client.ts"
+import { authorizationQuery, authorizeWithForms, grantByForms, oauthBrowser } from "../support/oauth-browser.ts"
 import { insertDecisions, makeCapture, seedDecision } from "../support/seed.ts"
 
 /** acme has two workspaces; ann is a member of both, and only "research" has agent "researcher". */
@@ -332,9 +331,9 @@ describe("MCP OAuth", () => {
         const oldGrant = yield* grantOf(old.tokens.access_token)
         // a sign-in nobody answered
         const client = (yield* register(redirect)).body
-        const signIn = yield* post(`${baseUrl}/oauth/authorize`, {
-          response_type: "code", client_id: client.client_id, redirect_uri: redirect, code_challenge: pkce().challenge,
-          code_challenge_method: "S256", state: "s", step: "signin", pat
+        const signIn = yield* Effect.promise(async () => {
+          const browser = oauthBrowser(baseUrl)
+          return browser.signInWithToken(await browser.authorize(authorizationQuery(baseUrl, { clientId: client.client_id, redirect })), pat)
         })
         assert.strictEqual(signIn.status, 200)
 
@@ -469,20 +468,21 @@ describe("MCP OAuth", () => {
         assert.notInclude(signIn.text, "<script", "the sign-in page runs no script")
 
         // the user denies: the client learns access_denied
-        const form = { ...base, state: "d", step: "signin", pat }
-        const consent = yield* post(`${baseUrl}/oauth/authorize`, form)
-        const ticket = /name="ticket" value="([^"]+)"/.exec(consent.text)![1]!
-        const denied = yield* post(`${baseUrl}/oauth/authorize`, { step: "consent", ticket, decision: "deny" })
+        const browser = oauthBrowser(baseUrl)
+        const consentPage = () => Effect.promise(async () => browser.signInWithToken(await browser.authorize({ ...base, state: "d" }), pat))
+        const consent = yield* consentPage()
+        const denied = yield* Effect.promise(() => browser.answer(consent, { decision: "deny" }))
         assert.strictEqual(new URL(denied.location!).searchParams.get("error"), "access_denied")
-        const again = yield* post(`${baseUrl}/oauth/authorize`, { step: "consent", ticket, decision: "allow", workspace_id: "x" })
+        const again = yield* Effect.promise(() => browser.answer(consent, { decision: "allow", workspace_id: "x" }))
         assert.strictEqual(again.status, 400, "a ticket answers once")
         // a workspace the user is not a member of cannot be picked
         const other = yield* Credentials.use((c) => c.bootstrap({ tenant: "acme", workspace: "finance", email: "fin@acme.test", role: "member" })).pipe(
           Effect.provide(context),
           Effect.orDie
         )
-        const ticket2 = /name="ticket" value="([^"]+)"/.exec((yield* post(`${baseUrl}/oauth/authorize`, form)).text)![1]!
-        const foreign = yield* post(`${baseUrl}/oauth/authorize`, { step: "consent", ticket: ticket2, decision: "allow", workspace_id: other.workspace_id })
+        const foreign = yield* consentPage().pipe(
+          Effect.flatMap((page) => Effect.promise(() => browser.answer(page, { decision: "allow", workspace_id: other.workspace_id })))
+        )
         assert.strictEqual(foreign.status, 400)
 
         // nothing secret is stored in clear

@@ -13,7 +13,8 @@ import * as Crypto from "node:crypto"
 import { request } from "undici"
 import { ApiStack, type ApiStackInfo } from "../support/api-stack.ts"
 import { buildDecisions, type Member, memberOf, MINUTE, seedTwoTenantLedger } from "../support/ledger-fixture.ts"
-import { callTool, grantByForms, mcpClient, textOf } from "../support/mcp-client.ts"
+import { callTool, mcpClient, textOf } from "../support/mcp-client.ts"
+import { grantByForms } from "../support/oauth-browser.ts"
 import { insertDecisions, makeCapture, type SeedDecision, seedDecision, TEMPLATES } from "../support/seed.ts"
 
 /** the tools' names are exact: clients rely on them */

@@ -149,52 +149,6 @@ export const registerOAuthClient = async (baseUrl: string, redirect: string, ext
   return { status: response.status, body: await response.json() as any }
 }
 
-/** The sign-in (PAT) and consent forms, as the browser posts them; returns the redirect with the code. */
-export const authorizeWithForms = async (baseUrl: string, input: {
-  readonly clientId: string
-  readonly redirect: string
-  readonly challenge: string
-  readonly pat: string
-  readonly workspaceId: string
-  readonly state?: string
-}): Promise<URL> => {
-  const signIn = await postForm(`${baseUrl}/oauth/authorize`, {
-    response_type: "code",
-    client_id: input.clientId,
-    redirect_uri: input.redirect,
-    code_challenge: input.challenge,
-    code_challenge_method: "S256",
-    state: input.state ?? "state-1",
-    scope: "ledger:read",
-    resource: `${baseUrl}/mcp`,
-    step: "signin",
-    pat: input.pat
-  })
-  if (signIn.status !== 200) throw new Error(`sign-in answered ${signIn.status}: ${signIn.text}`)
-  const ticket = /name="ticket" value="([^"]+)"/.exec(signIn.text)![1]!
-  const consent = await postForm(`${baseUrl}/oauth/authorize`, { step: "consent", ticket, workspace_id: input.workspaceId, decision: "allow" })
-  if (consent.status !== 302) throw new Error(`consent answered ${consent.status}: ${consent.text}`)
-  return new URL(consent.location!)
-}
-
-/** A whole grant without a browser: register, authorize by forms, exchange the code. */
-export const grantByForms = async (baseUrl: string, input: { readonly pat: string; readonly workspaceId: string; readonly redirect: string }) => {
-  const client = (await registerOAuthClient(baseUrl, input.redirect)).body
-  const { verifier, challenge } = pkcePair()
-  const redirected = await authorizeWithForms(baseUrl, { clientId: client.client_id, redirect: input.redirect, challenge, pat: input.pat, workspaceId: input.workspaceId })
-  const code = redirected.searchParams.get("code")!
-  const tokens = await postForm(`${baseUrl}/oauth/token`, {
-    grant_type: "authorization_code",
-    client_id: client.client_id,
-    code,
-    code_verifier: verifier,
-    redirect_uri: input.redirect,
-    resource: `${baseUrl}/mcp`
-  })
-  if (tokens.status !== 200) throw new Error(`token endpoint answered ${tokens.status}: ${tokens.text}`)
-  return { client, code, verifier, redirected, tokens: tokens.json as { access_token: string; refresh_token: string; expires_in: number; scope: string } }
-}
-
 /**
  * The SDK client's first connection without a token: it follows the 401 challenge, registers and, instead of opening
  * a browser, leaves the authorization URL in `provider.authorizationUrl`. `transport.finishAuth(code)` completes it.

@@ -8,7 +8,7 @@
  *   const consent = await browser.signInWithPassword(page, "ann@acme.test", "…")
  *   const code = await browser.allow(consent, workspaceId)
  */
-import { pkcePair } from "./mcp-client.ts"
+import { pkcePair, postForm, registerOAuthClient } from "./mcp-client.ts"
 
 export interface Reply {
   readonly status: number
@@ -74,14 +74,55 @@ export const oauthBrowser = (baseUrl: string) => {
   /** Posts the sign-in page's Personal Access Token form. */
   const signInWithToken = (page: Reply, pat: string) => request("/oauth/authorize", { form: { ...formFields(page.text, "pat"), pat } })
 
-  /** Allows the consent page's request for a workspace: the code the client is sent back with. */
-  const allow = async (consent: Reply, workspaceId: string) => {
-    const ticket = ticketOf(consent.text)
-    if (ticket === undefined) throw new Error(`not a consent page (${consent.status}):\n${consent.text}`)
-    const answer = await request("/oauth/authorize", { form: { step: "consent", ticket, decision: "allow", workspace_id: workspaceId } })
-    if (answer.status !== 302) throw new Error(`consent answered ${answer.status}: ${answer.text}`)
-    return new URL(answer.location!)
+  /** Answers the consent page (its hidden fields, the ticket and the CSRF token, as the page gave them). */
+  const answer = (consent: Reply, fields: Record<string, string>) => {
+    if (ticketOf(consent.text) === undefined) throw new Error(`not a consent page (${consent.status}):\n${consent.text}`)
+    return request("/oauth/authorize", { form: { ...formFields(consent.text, "ticket"), ...fields } })
   }
 
-  return { jar, request, authorize, signInWithPassword, signInWithToken, allow }
+  /** Allows the consent page's request for a workspace: the code the client is sent back with. */
+  const allow = async (consent: Reply, workspaceId: string) => {
+    const allowed = await answer(consent, { decision: "allow", workspace_id: workspaceId })
+    if (allowed.status !== 302) throw new Error(`consent answered ${allowed.status}: ${allowed.text}`)
+    return new URL(allowed.location!)
+  }
+
+  return { jar, request, authorize, signInWithPassword, signInWithToken, answer, allow }
+}
+
+/** The sign-in (PAT) and consent forms, as a browser posts them; returns the redirect with the code. */
+export const authorizeWithForms = async (baseUrl: string, input: {
+  readonly clientId: string
+  readonly redirect: string
+  readonly challenge: string
+  readonly pat: string
+  readonly workspaceId: string
+  readonly state?: string
+}): Promise<URL> => {
+  const browser = oauthBrowser(baseUrl)
+  const page = await browser.authorize({
+    ...authorizationQuery(baseUrl, { clientId: input.clientId, redirect: input.redirect, challenge: input.challenge }),
+    state: input.state ?? "state-1"
+  })
+  const consent = await browser.signInWithToken(page, input.pat)
+  if (consent.status !== 200) throw new Error(`sign-in answered ${consent.status}: ${consent.text}`)
+  return browser.allow(consent, input.workspaceId)
+}
+
+/** A whole grant without a browser: register, authorize by forms, exchange the code. */
+export const grantByForms = async (baseUrl: string, input: { readonly pat: string; readonly workspaceId: string; readonly redirect: string }) => {
+  const client = (await registerOAuthClient(baseUrl, input.redirect)).body
+  const { verifier, challenge } = pkcePair()
+  const redirected = await authorizeWithForms(baseUrl, { clientId: client.client_id, redirect: input.redirect, challenge, pat: input.pat, workspaceId: input.workspaceId })
+  const code = redirected.searchParams.get("code")!
+  const tokens = await postForm(`${baseUrl}/oauth/token`, {
+    grant_type: "authorization_code",
+    client_id: client.client_id,
+    code,
+    code_verifier: verifier,
+    redirect_uri: input.redirect,
+    resource: `${baseUrl}/mcp`
+  })
+  if (tokens.status !== 200) throw new Error(`token endpoint answered ${tokens.status}: ${tokens.text}`)
+  return { client, code, verifier, redirected, tokens: tokens.json as { access_token: string; refresh_token: string; expires_in: number; scope: string } }
 }

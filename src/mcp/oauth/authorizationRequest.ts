@@ -151,12 +151,14 @@ export const signInResponse = (
 }
 
 /**
- * The consent step for a signed-in user: a ticket carries the checked request to the user's answer. A client known
- * by its metadata document is written to the store with the ticket (its grants refer to it). `params`, for a user
- * signed in by the browser's session: the page links to signing in as someone else.
+ * The consent step for a signed-in user: a ticket carries the checked request to the user's answer, and the form a
+ * CSRF token like the sign-in form's (the ticket alone would let a page that learnt it answer for the user). A
+ * client known by its metadata document is written to the store with the ticket (its grants refer to it).
+ * `params`, for a user signed in by the browser's session: the page links to signing in as someone else.
  */
 export const consentResponse = Effect.fnUntraced(function*(
-  { store }: OAuthContext,
+  { store, cookies }: OAuthContext,
+  httpRequest: HttpServerRequest.HttpServerRequest,
   client: OAuthClient,
   request: AuthorizationRequest,
   user: { readonly tenant_id: string; readonly user_id: string },
@@ -167,13 +169,15 @@ export const consentResponse = Effect.fnUntraced(function*(
 ) {
   const ticket = yield* store.startAuthorization(request, user, isMetadataDocumentId(client.client_id) ? client : undefined)
   if (ticket === undefined) return pageResponse(errorPage(UNREGISTERED_CLIENT), 400)
-  return pageResponse(
+  const csrf = anonymousCsrf(httpRequest, cookies)
+  const response = pageResponse(
     consentPage({
       clientName: clientName(client),
       clientHost: documentHost(client),
       redirectHost: hostOf(request.redirect_uri),
       email,
       ticket,
+      csrf: csrf.token,
       workspaces,
       preselected,
       switchAccount: params === undefined ? undefined : `/oauth/authorize?${requestQuery(params, { prompt: "login" })}`
@@ -181,4 +185,5 @@ export const consentResponse = Effect.fnUntraced(function*(
     200,
     request.redirect_uri
   )
+  return withFormCookie(response, cookies, csrf.fresh)
 })

@@ -20,6 +20,7 @@ import { formBody, type OAuthContext, pageResponse, withQuery } from "./protocol
 /** the longest email and password read from the form (as the app's sign-in) */
 const MAX_EMAIL = 320
 const MAX_PASSWORD = 1024
+const FOREIGN_FORM = "This form has expired or did not come from this site."
 
 export const authorizeHandlers = (context: OAuthContext) => {
   const { store, authenticator, accounts, limiter, sessions, cookies, urls } = context
@@ -40,7 +41,7 @@ export const authorizeHandlers = (context: OAuthContext) => {
             tenant_id: principal.tenant_id,
             user_id: principal.user_id
           }))
-          return yield* consentResponse(context, check.client, check.request, principal, email, workspaces, principal.workspace_id, params)
+          return yield* consentResponse(context, request, check.client, check.request, principal, email, workspaces, principal.workspace_id, params)
         }
       }
     }
@@ -52,9 +53,6 @@ export const authorizeHandlers = (context: OAuthContext) => {
     const email = (params.get("email") ?? "").slice(0, MAX_EMAIL)
     const password = (params.get("password") ?? "").slice(0, MAX_PASSWORD)
     const again = (error: string, status: number) => signInResponse(context, request, check, params, { error, status, failed: "password", email })
-    if (!sameOrigin(request, urls.issuer) || !csrfValid(request, cookies, params)) {
-      return again("This form has expired or did not come from this site. Sign in again.", 403)
-    }
     const address = addressOf(request)
     const wait = yield* limiter.attempt(email, address)
     if (wait > 0) {
@@ -77,7 +75,7 @@ export const authorizeHandlers = (context: OAuthContext) => {
       tenant_id: member.tenant_id,
       user_id: member.user_id
     }))
-    return yield* consentResponse(context, check.client, check.request, member, userEmail, workspaces, member.workspace_id)
+    return yield* consentResponse(context, request, check.client, check.request, member, userEmail, workspaces, member.workspace_id)
   })
 
   /** The Personal Access Token form. (The OpenID Connect login is another way to the same identity.) */
@@ -92,20 +90,29 @@ export const authorizeHandlers = (context: OAuthContext) => {
       })
     }
     const { email, workspaces } = yield* store.memberships(principal.tenant_id, principal.user_id)
-    return yield* consentResponse(context, check.client, check.request, principal, email, workspaces, principal.workspace_id)
+    return yield* consentResponse(context, request, check.client, check.request, principal, email, workspaces, principal.workspace_id)
   })
 
   /** Who the user is: the request is checked again (it came back through the form), then the form that was posted. */
   const signIn = Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest, params: URLSearchParams) {
     const check = yield* checkAuthorize(context, params, addressOf(request))
     if (check._tag !== "Valid") return refusedRequest(check)
+    if (!csrfValid(request, cookies, params)) {
+      return signInResponse(context, request, check, params, {
+        error: "This form has expired or did not come from this site. Sign in again.",
+        status: 403,
+        failed: params.has("pat") ? "pat" : "password",
+        email: (params.get("email") ?? "").slice(0, MAX_EMAIL)
+      })
+    }
     return params.has("pat") ? yield* patSignIn(request, check, params) : yield* passwordSignIn(request, check, params)
   })
 
   /** The user's answer on the consent page: a code for the chosen workspace, or access_denied. */
-  const consent = Effect.fnUntraced(function*(params: URLSearchParams) {
+  const consent = Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest, params: URLSearchParams) {
     const ticket = params.get("ticket") ?? ""
     const expired = pageResponse(errorPage("This sign-in has expired or was already answered."), 400)
+    if (!csrfValid(request, cookies, params)) return pageResponse(errorPage(FOREIGN_FORM), 403)
     if (params.get("decision") === "deny") {
       const denied = yield* store.deny(ticket)
       if (denied === undefined) return expired
@@ -129,13 +136,15 @@ export const authorizeHandlers = (context: OAuthContext) => {
     )
   })
 
+  /** Every step is a browser's form of this site: another origin is refused before the form is read. */
   const authorizePost = Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest) {
+    if (!sameOrigin(request, urls.issuer)) return pageResponse(errorPage(FOREIGN_FORM), 403)
     const params = yield* formBody(request)
     switch (params.get("step")) {
       case "signin":
         return yield* signIn(request, params)
       case "consent":
-        return yield* consent(params)
+        return yield* consent(request, params)
       default:
         return pageResponse(errorPage("Unknown step. Start the connection again."), 400)
     }

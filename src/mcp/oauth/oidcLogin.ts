@@ -193,7 +193,7 @@ export const oidcLoginHandlers = (context: OAuthContext) => {
       return signInAgain(request, client, authorization, `${memberships.email} is not a member of any workspace here. Ask an administrator to add you, then connect again.`, 403)
     }
     yield* Effect.logInfo("signed in through OpenID Connect", { tenant_id: user.tenant_id, user_id: user.user_id, client_id: client.client_id })
-    return yield* consentResponse(context, client, authorization, user, memberships.email, memberships.workspaces, undefined)
+    return yield* consentResponse(context, request, client, authorization, user, memberships.email, memberships.workspaces, undefined)
   })
 
   return { oidcStart, oidcCallback }

@@ -65,7 +65,7 @@ export interface SignInPageInput {
   readonly redirectHost: string
   /** the authorization request, carried through the forms */
   readonly request: Record<string, string | null | undefined>
-  /** the password form's CSRF token */
+  /** the forms' CSRF token */
   readonly csrf: string
   /** the email to fill in again */
   readonly email?: string | undefined
@@ -96,7 +96,7 @@ ${input.sso ? `<p class="or">or</p>
 <a class="sso" href="${escape(input.sso.href)}">Continue with ${escape(input.sso.name)}</a>` : ""}
 <details${input.failed === "pat" ? " open" : ""}><summary>Use a Personal Access Token instead</summary>
 <form method="post" action="/oauth/authorize" autocomplete="off">
-${hidden({ ...input.request, step: "signin" })}
+${hidden({ ...input.request, step: "signin", csrf: input.csrf })}
 <label for="pat">Personal Access Token</label>
 <input id="pat" name="pat" type="password" required placeholder="ldg_pat_…" spellcheck="false"${input.failed === "pat" ? " autofocus" : ""}>
 <div class="actions"><button type="submit" class="secondary">Continue with the token</button></div>
@@ -111,6 +111,8 @@ export interface ConsentPageInput {
   readonly redirectHost: string
   readonly email: string
   readonly ticket: string
+  /** the form's CSRF token */
+  readonly csrf: string
   readonly workspaces: ReadonlyArray<{ readonly workspace_id: string; readonly name: string; readonly role: string }>
   readonly preselected: string | undefined
   /** signed in by the browser's session: where to sign in as someone else */
@@ -128,7 +130,7 @@ ${
   }
 <div class="scope">Read-only access to one workspace's ledger: agents, sessions and decisions — what you can see yourself.</div>
 <form method="post" action="/oauth/authorize">
-${hidden({ step: "consent", ticket: input.ticket })}
+${hidden({ step: "consent", ticket: input.ticket, csrf: input.csrf })}
 <fieldset><legend>Workspace</legend>
 ${
     input.workspaces.map((w, i) =>
