@@ -6,8 +6,9 @@
 import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
 import { HttpRouter } from "effect/http"
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
-import { LedgerConfig } from "../config/LedgerConfig.ts"
+import type { IncomingMessage, ServerResponse } from "node:http"
+import { limitedHttpServer } from "../config/httpServer.ts"
+import { LedgerConfig, type LedgerSettings } from "../config/LedgerConfig.ts"
 import { AccessLogLive } from "./AccessLog.ts"
 
 const MAX_PATH_PARAMETER_LENGTH = 1024
@@ -17,8 +18,8 @@ const MAX_PATH_PARAMETER_LENGTH = 1024
  * a request that arrived in between (a readiness probe right after start) would wait forever. Until the handler is
  * there, requests get a 503 in the API's error shape with `retry-after`.
  */
-const apiServer = () => {
-  const server = createServer({ keepAliveTimeout: 65_000 })
+const apiServer = (settings: LedgerSettings) => () => {
+  const server = limitedHttpServer(settings)
   const starting = (_req: IncomingMessage, res: ServerResponse) => {
     res.writeHead(503, { "content-type": "application/json", "retry-after": "1", connection: "close" })
     res.end(JSON.stringify({ error: { code: "service_unavailable", message: "the server is starting; try again" } }))
@@ -40,7 +41,7 @@ export const serveApi = <E, R>(routes: Layer.Layer<never, E, R>) =>
       // path parameters (agent ids) are validated by their schemas; the router only bounds them
       routerConfig: { maxParamLength: MAX_PATH_PARAMETER_LENGTH }
     }).pipe(
-      Layer.provide(NodeHttpServer.layer(apiServer, { port: config.apiPort, host: config.host })),
+      Layer.provide(NodeHttpServer.layer(apiServer(config), { port: config.apiPort, host: config.host })),
       Layer.tap(() => Effect.logInfo(`api listening on http://${config.host}:${config.apiPort}`))
     )
   }))

@@ -4,11 +4,12 @@
  * (Scalar, its script inlined: the page makes no request to another origin).
  */
 import { Clock, Effect, Layer, Redacted, SchemaIssue } from "effect"
-import { HttpEffect, HttpServerResponse } from "effect/http"
+import { HttpEffect, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder, type HttpApiError, HttpApiMiddleware, HttpApiScalar } from "effect/http-api"
 import type { BadRequest, DatabaseUnavailable, NotFound } from "../domain/errors.ts"
 import { LedgerQuery } from "../query/LedgerQuery.ts"
 import { Authenticator } from "../auth/Authenticator.ts"
+import { addressOf } from "../auth/browser.ts"
 import { recordPrincipal } from "./AccessLog.ts"
 import { RateLimiter } from "./RateLimiter.ts"
 import { apiError, CurrentPrincipal, LedgerApi, ParameterErrors, PatAuth } from "./RestApi.ts"
@@ -17,12 +18,12 @@ const OPENAPI_PATH = "/v1/openapi.json"
 const DOCS_PATH = "/docs"
 
 /** 429 with `Retry-After`. */
-const rateLimited = (seconds: number) =>
+const rateLimited = (seconds: number, message = `too many requests with this token: retry in ${seconds} s`) =>
   Effect.andThen(
     HttpEffect.appendPreResponseHandler((_request, response) =>
       Effect.succeed(HttpServerResponse.setHeader(response, "retry-after", String(seconds)))
     ),
-    Effect.fail(apiError.tooManyRequests(`too many requests with this token: retry in ${seconds} s`))
+    Effect.fail(apiError.tooManyRequests(message))
   )
 
 const PatAuthLive = Layer.effect(
@@ -32,9 +33,10 @@ const PatAuthLive = Layer.effect(
     const limiter = yield* RateLimiter
     return PatAuth.of({
       pat: (httpEffect, { credential }) =>
-        authenticator.authenticate(Redacted.value(credential), "pat").pipe(
+        HttpServerRequest.HttpServerRequest.use((request) => authenticator.authenticate(Redacted.value(credential), "pat", addressOf(request))).pipe(
           Effect.catchTags({
             Unauthorized: (error) => Effect.fail(apiError.unauthorized(error.message)),
+            TooManyAttempts: (error) => rateLimited(error.retryAfter, error.message),
             DatabaseUnavailable: (error) =>
               Effect.andThen(
                 Effect.logWarning("authentication failed: database unavailable", error.cause),

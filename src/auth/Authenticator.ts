@@ -6,15 +6,21 @@
  * seconds on every surface). Beyond the cache, the last principal the store accepted for each token is remembered
  * with its time: the gateway keeps serving it while the store does not answer (`gatewayAuthStaleMs`;
  * docs/ARCHITECTURE.md, "The promises"). A refusal forgets it.
+ *
+ * Token guessing is limited per connecting address: after `BAD_TOKENS_PER_MINUTE` refused tokens in a minute, an
+ * address's tokens are refused with TooManyAttempts before any lookup — except a token the store accepted before,
+ * so a working client behind the same address goes on. Counted in this process's memory, like the sign-in limits.
  */
 import { Clock, Context, Effect, Layer } from "effect"
 import { LedgerConfig } from "../config/LedgerConfig.ts"
-import { DatabaseUnavailable, Unauthorized } from "../domain/errors.ts"
+import { DatabaseUnavailable, TooManyAttempts, Unauthorized } from "../domain/errors.ts"
 import type { Principal } from "../domain/principal.ts"
 import { type BearerKind, Credentials, tokenKind } from "./Credentials.ts"
+import { slidingWindow } from "./SignInLimiter.ts"
 
 export const CACHE_TTL_MS = 2_000
 const CACHE_MAX_ENTRIES = 10_000
+export const BAD_TOKENS_PER_MINUTE = 30
 
 type Verdict = Principal | Unauthorized
 
@@ -33,8 +39,15 @@ export const bearerToken = (header: string | undefined | null): string | undefin
 }
 
 export class Authenticator extends Context.Service<Authenticator, {
-  /** Resolves a token that must be of `kind`; any other kind, unknown, revoked or expired token is Unauthorized. */
-  authenticate(token: string | undefined, kind: BearerKind): Effect.Effect<Principal, Unauthorized | DatabaseUnavailable>
+  /**
+   * Resolves a token that must be of `kind`; any other kind, unknown, revoked or expired token is Unauthorized. With
+   * the caller's `address`, a refusal counts against it, and an address over its limit gets TooManyAttempts.
+   */
+  authenticate(
+    token: string | undefined,
+    kind: BearerKind,
+    address?: string
+  ): Effect.Effect<Principal, Unauthorized | TooManyAttempts | DatabaseUnavailable>
   /** Synchronous cache probe for the hot path: a cached verdict, or undefined when the store must be asked. */
   cached(token: string, kind: BearerKind, now: number): Principal | Unauthorized | undefined
   /**
@@ -42,6 +55,10 @@ export class Authenticator extends Context.Service<Authenticator, {
    * while the store is asked again (or does not answer). Undefined for tokens never accepted, or refused since.
    */
   lastAccepted(token: string, kind: BearerKind, now: number): Principal | undefined
+  /** For the hot path: the seconds an address must wait before a token the store never accepted is looked up (0: none). */
+  guessingWait(token: string, kind: BearerKind, address: string, now: number): number
+  /** For the hot path: counts a refused token against its address. */
+  refusedFrom(address: string, now: number): void
 }>()("ledger/api/Authenticator") {
   static readonly layer = Layer.effect(
     Authenticator,
@@ -52,6 +69,15 @@ export class Authenticator extends Context.Service<Authenticator, {
       const oauthAudience = `${config.publicUrl}/mcp`
       const cache = new Map<string, CacheEntry>()
       const accepted = new Map<string, { readonly principal: Principal; readonly at: number }>()
+      const refusals = slidingWindow(60_000)
+
+      const refusedFrom = (address: string, now: number) => refusals.add(address, now)
+      const guessingWait = (token: string, kind: BearerKind, address: string, now: number) => {
+        const recent = refusals.recent(address, now)
+        if (recent.length < BAD_TOKENS_PER_MINUTE) return 0
+        const known = accepted.get(token)
+        return known !== undefined && known.principal.kind === kind ? 0 : refusals.waitFor(recent, now)
+      }
 
       const remember = (token: string, verdict: Verdict, now: number) => {
         if (cache.size >= CACHE_MAX_ENTRIES) cache.delete(cache.keys().next().value!)
@@ -105,20 +131,31 @@ export class Authenticator extends Context.Service<Authenticator, {
         return verdict
       })
 
-      const authenticate = Effect.fn("Authenticator.authenticate")(function*(token: string | undefined, kind: BearerKind) {
+      const verdictOf = Effect.fnUntraced(function*(token: string, kind: BearerKind, now: number) {
+        const claimed = tokenKind(token)
+        if (claimed === undefined) return new Unauthorized({ message: "unknown token" })
+        if (claimed !== kind) return new Unauthorized({ message: `a ${KIND_NAME[kind]} is required on this surface` })
+        return checkKind(cached(token, kind, now) ?? (yield* lookup(token, now)), kind)
+      })
+
+      const authenticate = Effect.fn("Authenticator.authenticate")(function*(token: string | undefined, kind: BearerKind, address?: string) {
         if (token === undefined || token.length === 0) {
           return yield* new Unauthorized({ message: `missing bearer token: send Authorization: Bearer <${KIND_NAME[kind]}>` })
         }
-        const claimed = tokenKind(token)
-        if (claimed === undefined) return yield* new Unauthorized({ message: "unknown token" })
-        if (claimed !== kind) return yield* new Unauthorized({ message: `a ${KIND_NAME[kind]} is required on this surface` })
         const now = yield* Clock.currentTimeMillis
-        const verdict = checkKind(cached(token, kind, now) ?? (yield* lookup(token, now)), kind)
-        if (verdict instanceof Unauthorized) return yield* verdict
+        const wait = address === undefined ? 0 : guessingWait(token, kind, address, now)
+        if (wait > 0) {
+          return yield* new TooManyAttempts({ message: `too many refused tokens from this address: retry in ${wait} s`, retryAfter: wait })
+        }
+        const verdict = yield* verdictOf(token, kind, now)
+        if (verdict instanceof Unauthorized) {
+          if (address !== undefined) refusedFrom(address, now)
+          return yield* verdict
+        }
         return verdict
       })
 
-      return Authenticator.of({ authenticate, cached, lastAccepted })
+      return Authenticator.of({ authenticate, cached, lastAccepted, guessingWait, refusedFrom })
     })
   )
 }

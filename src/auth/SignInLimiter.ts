@@ -12,7 +12,7 @@ export const PER_ADDRESS_PER_MINUTE = 30
 const MAX_TRACKED = 10_000
 
 /** Times of events per key within a sliding window, for at most MAX_TRACKED keys (least recently used dropped). */
-const slidingWindow = (windowMs: number) => {
+export const slidingWindow = (windowMs: number) => {
   const events = new Map<string, Array<number>>()
   const recent = (key: string, now: number) => (events.get(key) ?? []).filter((at) => now - at < windowMs)
   return {

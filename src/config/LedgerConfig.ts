@@ -77,6 +77,13 @@ export interface LedgerSettings {
   /** largest gateway request body accepted, bytes */
   readonly gatewayMaxBodyBytes: number
   /**
+   * slow clients, on both ports: how long a request's headers, and the whole request, may take to arrive, and the
+   * connections a port (each gateway worker) holds at once — beyond it new connections are dropped
+   */
+  readonly httpHeadersTimeoutMs: number
+  readonly httpRequestTimeoutMs: number
+  readonly httpMaxConnections: number
+  /**
    * how long the gateway keeps accepting a Gateway Key the credential store last accepted, while the store does not
    * answer (a database outage), ms; revocation still takes effect within seconds whenever the store answers
    */
@@ -305,6 +312,9 @@ export const settingsConfig: Config.Config<LedgerSettings> = Config.all({
   builderLingerMs: Config.Int("LEDGER_BUILDER_LINGER_MS").pipe(Config.withDefault(100)),
   reclaimIdleMs: Config.Int("LEDGER_RECLAIM_IDLE_MS").pipe(Config.withDefault(60_000)),
   gatewayMaxBodyBytes: Config.Int("LEDGER_GATEWAY_MAX_BODY_BYTES").pipe(Config.withDefault(10 * 1024 * 1024)),
+  httpHeadersTimeoutMs: Config.Int("LEDGER_HTTP_HEADERS_TIMEOUT_MS").pipe(Config.withDefault(10_000)),
+  httpRequestTimeoutMs: Config.Int("LEDGER_HTTP_REQUEST_TIMEOUT_MS").pipe(Config.withDefault(120_000)),
+  httpMaxConnections: Config.Int("LEDGER_HTTP_MAX_CONNECTIONS").pipe(Config.withDefault(4_096)),
   gatewayAuthStaleHours: Config.Number("LEDGER_GATEWAY_AUTH_STALE_HOURS").pipe(Config.withDefault(12)),
   databasePoolSize: Config.Int("LEDGER_DATABASE_POOL_SIZE").pipe(Config.withDefault(16)),
   responsesStateMb: Config.Number("LEDGER_RESPONSES_STATE_MB").pipe(Config.withDefault(256)),
@@ -369,6 +379,10 @@ export const settingsConfig: Config.Config<LedgerSettings> = Config.all({
     builderLingerMs: Math.max(0, c.builderLingerMs),
     reclaimIdleMs: c.reclaimIdleMs,
     gatewayMaxBodyBytes: c.gatewayMaxBodyBytes,
+    httpHeadersTimeoutMs: Math.max(1, c.httpHeadersTimeoutMs),
+    // Node requires the request's timeout to be at least its headers'
+    httpRequestTimeoutMs: Math.max(c.httpHeadersTimeoutMs, c.httpRequestTimeoutMs),
+    httpMaxConnections: Math.max(1, c.httpMaxConnections),
     gatewayAuthStaleMs: Math.max(0, c.gatewayAuthStaleHours) * 3_600_000,
     databasePoolSize: c.databasePoolSize,
     responsesStateBytes: Math.max(0, c.responsesStateMb) * 1024 * 1024,

@@ -21,6 +21,12 @@ export class BadRequest extends Schema.TaggedError<BadRequest>()("BadRequest", {
   param: Schema.optional(Schema.String)
 }) {}
 
+/** Too many refused credentials from the caller's address: refused before any lookup, for `retryAfter` seconds. */
+export class TooManyAttempts extends Schema.TaggedError<TooManyAttempts>()("TooManyAttempts", {
+  message: Schema.String,
+  retryAfter: Schema.Number
+}) {}
+
 /** Missing, unknown, revoked, expired or wrong-kind credential. */
 export class Unauthorized extends Schema.TaggedError<Unauthorized>()("Unauthorized", {
   message: Schema.String

@@ -8,7 +8,7 @@
 import { Cause, type Context, Effect, Exit, Metric } from "effect"
 import type * as Http from "node:http"
 import { type Authenticator, bearerToken } from "../auth/Authenticator.ts"
-import { type DatabaseUnavailable, Unauthorized } from "../domain/errors.ts"
+import { type DatabaseUnavailable, TooManyAttempts, Unauthorized } from "../domain/errors.ts"
 import type { Principal } from "../domain/principal.ts"
 import { gatewayError } from "./GatewayServer.ts"
 import type { ProviderError } from "../providers/index.ts"
@@ -29,13 +29,19 @@ interface AuthWaiter {
   readonly onRefused: (error: ProviderError) => void
 }
 
-/** The store's refusal in a failed lookup (as opposed to the store not answering). */
-const refusalIn = (cause: Cause.Cause<Unauthorized | DatabaseUnavailable>): Unauthorized | undefined => {
+type AuthFailure = Unauthorized | TooManyAttempts | DatabaseUnavailable
+
+/** The refusal in a failed lookup (as opposed to the store not answering). */
+const refusalIn = (cause: Cause.Cause<AuthFailure>): Unauthorized | TooManyAttempts | undefined => {
   const error = Cause.findErrorOption(cause)
-  return error._tag === "Some" && error.value instanceof Unauthorized ? error.value : undefined
+  return error._tag === "Some" && (error.value instanceof Unauthorized || error.value instanceof TooManyAttempts) ? error.value : undefined
 }
 
 const unauthorized = (message: string) => gatewayError(401, message, "invalid_api_key", null, "authentication_error")
+const tooManyAttempts = (seconds: number) =>
+  gatewayError(429, `too many refused keys from this address: retry in ${seconds} s`, "rate_limited", null, "rate_limit_error")
+const refusalError = (refused: Unauthorized | TooManyAttempts) =>
+  refused instanceof TooManyAttempts ? tooManyAttempts(refused.retryAfter) : unauthorized(refused.message)
 
 /** How long after a failed background check a key's verdict is asked for again (the store is down: no storm). */
 const RECHECK_AFTER_FAILURE_MS = 1_000
@@ -82,7 +88,7 @@ export const gatewayAuth = (authenticator: Authenticator["Service"], context: Co
     }))
   }
 
-  const settle = (token: string, exit: Exit.Exit<Principal, Unauthorized | DatabaseUnavailable>) => {
+  const settle = (token: string, exit: Exit.Exit<Principal, AuthFailure>) => {
     const waiters = lookups.get(token) ?? []
     lookups.delete(token)
     if (Exit.isSuccess(exit)) {
@@ -94,7 +100,7 @@ export const gatewayAuth = (authenticator: Authenticator["Service"], context: Co
     if (refused !== undefined) storeAnswered()
     else storeFailed(exit.cause)
     const refusal = refused !== undefined
-      ? unauthorized(refused.message)
+      ? refusalError(refused)
       : gatewayError(503, "the credential store is unavailable; try again shortly", "service_unavailable", null, "api_error")
     for (const waiter of waiters) waiter.onRefused(refusal)
   }
@@ -131,7 +137,14 @@ export const gatewayAuth = (authenticator: Authenticator["Service"], context: Co
     }
     const now = Date.now()
     const verdict = authenticator.cached(token, "gateway", now)
-    if (verdict !== undefined) return verdict instanceof Unauthorized ? onRefused(unauthorized(verdict.message)) : onPrincipal(verdict)
+    if (verdict !== undefined && !(verdict instanceof Unauthorized)) return onPrincipal(verdict)
+    const address = req.socket.remoteAddress ?? "unknown"
+    const wait = authenticator.guessingWait(token, "gateway", address, now)
+    if (wait > 0) return onRefused(tooManyAttempts(wait))
+    if (verdict !== undefined) {
+      authenticator.refusedFrom(address, now)
+      return onRefused(unauthorized(verdict.message))
+    }
     const known = authenticator.lastAccepted(token, "gateway", now)
     if (known !== undefined) {
       recheck(token, now)
@@ -147,6 +160,6 @@ export const gatewayAuth = (authenticator: Authenticator["Service"], context: Co
       return
     }
     lookups.set(token, [{ onPrincipal, onRefused }])
-    run(authenticator.authenticate(token, "gateway"), { onExit: (exit) => settle(token, exit) })
+    run(authenticator.authenticate(token, "gateway", address), { onExit: (exit) => settle(token, exit) })
   }
 }

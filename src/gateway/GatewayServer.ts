@@ -9,6 +9,7 @@ import { Context, Effect, Layer } from "effect"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import type { Duplex } from "node:stream"
+import { limitedHttpServer } from "../config/httpServer.ts"
 import { LedgerConfig } from "../config/LedgerConfig.ts"
 import { Health } from "../ops/Health.ts"
 import { gatewayMetrics } from "./GatewayMetrics.ts"
@@ -112,7 +113,7 @@ export class GatewayServer extends Context.Service<GatewayServer, { readonly por
         sendJson(res, error.status, error.body)
       }
 
-      const server = Http.createServer({ keepAliveTimeout: 65_000 }, handler)
+      const server = limitedHttpServer(config, handler)
       server.on("upgrade", (req: Http.IncomingMessage, socket: Duplex, head: Buffer) => {
         const url = req.url ?? "/"
         const q = url.indexOf("?")

@@ -11,6 +11,7 @@
 import { Effect, Layer } from "effect"
 import { type Headers, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { Authenticator, bearerToken } from "../auth/Authenticator.ts"
+import { addressOf } from "../auth/browser.ts"
 import { LedgerConfig, type LedgerSettings } from "../config/LedgerConfig.ts"
 import { tokenKind } from "../auth/Credentials.ts"
 import { McpServer } from "./McpServer.ts"
@@ -109,7 +110,7 @@ export const McpEndpointRoutes = HttpRouter.use(Effect.fnUntraced(function*(rout
       })
     }
     // a PAT or an OAuth access token; any other kind is refused as "a Personal Access Token is required"
-    const principal = yield* authenticator.authenticate(token, tokenKind(token) === "oauth" ? "oauth" : "pat")
+    const principal = yield* authenticator.authenticate(token, tokenKind(token) === "oauth" ? "oauth" : "pat", addressOf(request))
     const response = yield* mcp.handle(principal, yield* HttpServerRequest.toWeb(request))
     return HttpServerResponse.setHeaders(HttpServerResponse.fromWeb(response), headers)
   }, (effect, request) =>
@@ -118,6 +119,11 @@ export const McpEndpointRoutes = HttpRouter.use(Effect.fnUntraced(function*(rout
         Effect.succeed(jsonRpcError(401, -32001, `Unauthorized: ${error.message}`, {
           ...cors(request.headers.origin),
           "www-authenticate": challenge(error.message)
+        })),
+      TooManyAttempts: (error) =>
+        Effect.succeed(jsonRpcError(429, -32003, `Too many requests: ${error.message}`, {
+          ...cors(request.headers.origin),
+          "retry-after": String(error.retryAfter)
         })),
       DatabaseUnavailable: () =>
         Effect.succeed(jsonRpcError(503, -32002, "The ledger database is unavailable; retry shortly", {

@@ -12,7 +12,7 @@
 import { Effect } from "effect"
 import { type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { addressOf, csrfValid, sameOrigin, signedIn } from "../../auth/browser.ts"
-import { Unauthorized } from "../../domain/errors.ts"
+import { TooManyAttempts, Unauthorized } from "../../domain/errors.ts"
 import { checkAuthorize, consentResponse, refusedRequest, signInResponse, type ValidRequest } from "./authorizationRequest.ts"
 import { errorPage } from "./pages.ts"
 import { formBody, type OAuthContext, pageResponse, withQuery } from "./protocol.ts"
@@ -80,9 +80,19 @@ export const authorizeHandlers = (context: OAuthContext) => {
 
   /** The Personal Access Token form. (The OpenID Connect login is another way to the same identity.) */
   const patSignIn = Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest, check: ValidRequest, params: URLSearchParams) {
-    const principal = yield* authenticator.authenticate(params.get("pat") ?? undefined, "pat").pipe(
-      Effect.catchTag("Unauthorized", (refused) => Effect.succeed(refused))
+    const principal = yield* authenticator.authenticate(params.get("pat") ?? undefined, "pat", addressOf(request)).pipe(
+      Effect.catchTags({
+        Unauthorized: (refused) => Effect.succeed(refused),
+        TooManyAttempts: (limited) => Effect.succeed(limited)
+      })
     )
+    if (principal instanceof TooManyAttempts) {
+      return HttpServerResponse.setHeader(
+        signInResponse(context, request, check, params, { error: `Too many refused tokens. Try again in ${principal.retryAfter} s.`, status: 429, failed: "pat" }),
+        "retry-after",
+        String(principal.retryAfter)
+      )
+    }
     if (principal instanceof Unauthorized) {
       return signInResponse(context, request, check, params, {
         error: `That token was not accepted (${principal.message}). Paste a Personal Access Token (ldg_pat_…).`,
