@@ -37,8 +37,6 @@ export const CSP = [
   "default-src 'none'",
   "script-src 'self'",
   "style-src 'self'",
-  // the views size bars and charts with style attributes
-  "style-src-attr 'unsafe-inline'",
   "img-src 'self' data:",
   "connect-src 'self'",
   "form-action 'self'",

@@ -97,7 +97,11 @@ export class Accounts extends Context.Service<Accounts, {
   pendingInvitation(token: string): Effect.Effect<PendingInvitation | undefined, DatabaseUnavailable>
   /** Joins the invited workspace (setting the password of a new user) and provisions a Gateway Key. */
   acceptInvitation(token: string, password: string): Effect.Effect<Provisioned, AccountProblem | NotFound | DatabaseUnavailable>
-  /** Sets a signed-in user's password (the first run's admin, who signed in by link, has none). */
+  /** Whether the user has a password (the first run's admin, and one who signs in by SSO, may have none). */
+  hasPassword(userId: string): Effect.Effect<boolean, DatabaseUnavailable>
+  /** Whether `password` is the user's password (false when they have none). */
+  passwordMatches(userId: string, password: string): Effect.Effect<boolean, DatabaseUnavailable>
+  /** Sets a signed-in user's password; the app confirms it is theirs to change first. */
   setPassword(userId: string, email: string, password: string): Effect.Effect<void, AccountProblem | DatabaseUnavailable>
   /** The workspaces of the tenant the user is a member of. */
   workspaces(member: { readonly tenant_id: string; readonly user_id: string }): Effect.Effect<ReadonlyArray<WorkspaceMembership>, DatabaseUnavailable>
@@ -237,6 +241,21 @@ export class Accounts extends Context.Service<Accounts, {
         return { ...ids, gateway_key: gateway.token, pat: null }
       })
 
+      const storedPassword = (userId: string) =>
+        tenantSql.control(Effect.gen(function*() {
+          const sql = yield* ScopedSql
+          const rows = yield* sql<{ password_hash: string | null }>`SELECT password_hash FROM users WHERE user_id = ${userId}`
+          return rows[0]?.password_hash ?? null
+        }))
+
+      const hasPassword = Effect.fn("Accounts.hasPassword")(function*(userId: string) {
+        return (yield* storedPassword(userId)) !== null
+      })
+
+      const passwordMatches = Effect.fn("Accounts.passwordMatches")(function*(userId: string, password: string) {
+        return yield* verifyPassword(password, yield* storedPassword(userId))
+      })
+
       const setPassword = Effect.fn("Accounts.setPassword")(function*(userId: string, email: string, password: string) {
         yield* checkPassword(password, email)
         const passwordHash = yield* hashPassword(password)
@@ -312,6 +331,8 @@ export class Accounts extends Context.Service<Accounts, {
         invitations,
         pendingInvitation,
         acceptInvitation,
+        hasPassword,
+        passwordMatches,
         setPassword,
         workspaces,
         createWorkspace,

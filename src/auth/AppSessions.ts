@@ -4,7 +4,10 @@
  * HttpOnly cookie cannot forge a form, and nothing more needs storing. A session resolves through the user's
  * membership: removing a member signs their browsers out at once.
  *
- * One-time sign-in links (the first run prints one for the bootstrapped admin) are kept the same way, by hash.
+ * One-time sign-in links (the first run prints one for the bootstrapped admin) are kept the same way, by hash. The
+ * session a link starts may set a new password without the current one for PASSWORD_RESET_MS: a link is how
+ * someone without a password, or who lost theirs, gets one. Its cookie value carries a prefix that says so; the
+ * stored hash covers the whole value, so no other session can take the prefix on.
  */
 import { Clock, Context, Duration, Effect, Layer } from "effect"
 import * as Crypto from "node:crypto"
@@ -16,6 +19,8 @@ import { hashToken, type MemberIds } from "./Credentials.ts"
 
 export const SESSION_TTL_MS = 7 * 24 * 3_600_000
 export const SIGNIN_LINK_TTL_MS = 24 * 3_600_000
+export const PASSWORD_RESET_MS = 15 * 60_000
+const LINK_SESSION_PREFIX = "link."
 /** a session's last_seen_at is written at most this often */
 const TOUCH_EVERY_MS = 60_000
 
@@ -31,6 +36,8 @@ export interface AppMember {
   readonly operator: boolean
   readonly tenant_name: string
   readonly workspace_name: string
+  /** a session a sign-in link started, in its first PASSWORD_RESET_MS: it may set a password without the current one */
+  readonly resetsPassword: boolean
 }
 
 /** The CSRF token of a session's forms. */
@@ -56,6 +63,7 @@ interface MemberRow {
   readonly email: string
   readonly tenant_name: string
   readonly workspace_name: string
+  readonly created_at: Date
   readonly last_seen_at: Date
 }
 
@@ -65,10 +73,12 @@ export class AppSessions extends Context.Service<AppSessions, {
   /** The member a cookie value is a live session of. */
   resolve(token: string): Effect.Effect<AppMember | undefined, DatabaseUnavailable>
   end(token: string): Effect.Effect<void, DatabaseUnavailable>
+  /** Ends every session of the user, in every workspace, but `keep` (the MCP authorization server signs in by these too). */
+  endOthers(userId: string, keep: string): Effect.Effect<void, DatabaseUnavailable>
   /** A one-time sign-in link's secret for the member. */
   createSignInLink(member: MemberIds): Effect.Effect<string, DatabaseUnavailable>
-  /** Uses a sign-in link (once, before it expires): the member it signs in. */
-  useSignInLink(token: string): Effect.Effect<MemberIds | undefined, DatabaseUnavailable>
+  /** Uses a sign-in link (once, before it expires): the member it signs in, and the cookie value of their new session. */
+  useSignInLink(token: string): Effect.Effect<{ readonly member: MemberIds; readonly session: string } | undefined, DatabaseUnavailable>
   /**
    * Deletes what can no longer be used: expired sessions, sign-in links a day after they expired or were used,
    * invitations 30 days after they expired unaccepted (until then the admin sees them as expired).
@@ -80,13 +90,15 @@ export class AppSessions extends Context.Service<AppSessions, {
     Effect.gen(function*() {
       const tenantSql = yield* TenantSql
 
+      const insert = (sql: ScopedSql["Service"], member: MemberIds, token: string, now: number) =>
+        sql`INSERT INTO app_sessions (session_hash, tenant_id, workspace_id, user_id, expires_at)
+          VALUES (${hashToken(token)}, ${member.tenant_id}, ${member.workspace_id}, ${member.user_id}, ${new Date(now + SESSION_TTL_MS)})`
+
       const start = Effect.fn("AppSessions.start")(function*(member: MemberIds) {
         const token = newSecret()
         const now = yield* Clock.currentTimeMillis
         yield* tenantSql.control(Effect.gen(function*() {
-          const sql = yield* ScopedSql
-          yield* sql`INSERT INTO app_sessions (session_hash, tenant_id, workspace_id, user_id, expires_at)
-            VALUES (${hashToken(token)}, ${member.tenant_id}, ${member.workspace_id}, ${member.user_id}, ${new Date(now + SESSION_TTL_MS)})`
+          yield* insert(yield* ScopedSql, member, token, now)
         }))
         return token
       })
@@ -98,7 +110,7 @@ export class AppSessions extends Context.Service<AppSessions, {
           const rows = yield* sql<MemberRow>`
             SELECT s.tenant_id::text, s.workspace_id::text, s.user_id::text, m.role, m.admin, u.email,
                    m.admin AND s.tenant_id = (SELECT tenant_id FROM tenants ORDER BY created_at, tenant_id LIMIT 1) AS operator,
-                   t.name AS tenant_name, w.name AS workspace_name, s.last_seen_at
+                   t.name AS tenant_name, w.name AS workspace_name, s.created_at, s.last_seen_at
             FROM app_sessions s
             JOIN memberships m ON m.workspace_id = s.workspace_id AND m.user_id = s.user_id
             JOIN users u ON u.user_id = s.user_id
@@ -126,7 +138,8 @@ export class AppSessions extends Context.Service<AppSessions, {
           admin: row.admin,
           operator: row.operator,
           tenant_name: row.tenant_name,
-          workspace_name: row.workspace_name
+          workspace_name: row.workspace_name,
+          resetsPassword: token.startsWith(LINK_SESSION_PREFIX) && now - row.created_at.getTime() < PASSWORD_RESET_MS
         } satisfies AppMember
       })
 
@@ -134,6 +147,13 @@ export class AppSessions extends Context.Service<AppSessions, {
         yield* tenantSql.control(Effect.gen(function*() {
           const sql = yield* ScopedSql
           yield* sql`DELETE FROM app_sessions WHERE session_hash = ${hashToken(token)}`
+        }))
+      })
+
+      const endOthers = Effect.fn("AppSessions.endOthers")(function*(userId: string, keep: string) {
+        yield* tenantSql.control(Effect.gen(function*() {
+          const sql = yield* ScopedSql
+          yield* sql`DELETE FROM app_sessions WHERE user_id = ${userId} AND session_hash <> ${hashToken(keep)}`
         }))
       })
 
@@ -149,12 +169,16 @@ export class AppSessions extends Context.Service<AppSessions, {
       })
 
       const useSignInLink = Effect.fn("AppSessions.useSignInLink")(function*(token: string) {
+        const session = LINK_SESSION_PREFIX + newSecret()
+        const now = yield* Clock.currentTimeMillis
         return yield* tenantSql.control(Effect.gen(function*() {
           const sql = yield* ScopedSql
-          const rows = yield* sql<MemberIds>`UPDATE app_signin_links SET used_at = now()
+          const [member] = yield* sql<MemberIds>`UPDATE app_signin_links SET used_at = now()
             WHERE token_hash = ${hashToken(token)} AND used_at IS NULL AND expires_at > now()
             RETURNING tenant_id::text, workspace_id::text, user_id::text`
-          return rows[0]
+          if (member === undefined) return undefined
+          yield* insert(sql, member, session, now)
+          return { member, session }
         }))
       })
 
@@ -169,7 +193,7 @@ export class AppSessions extends Context.Service<AppSessions, {
         return { sessions, links, invitations }
       })).pipe(Effect.withSpan("AppSessions.sweep"))
 
-      return AppSessions.of({ start, resolve, end, createSignInLink, useSignInLink, sweep })
+      return AppSessions.of({ start, resolve, end, endOthers, createSignInLink, useSignInLink, sweep })
     })
   )
 }

@@ -10,6 +10,7 @@ import fc from "fast-check"
 import { Accounts } from "../../src/auth/Accounts.ts"
 import { AppSessions } from "../../src/auth/AppSessions.ts"
 import { cookieNames } from "../../src/auth/browser.ts"
+import { hashToken } from "../../src/auth/Credentials.ts"
 import { ScopedSql, TenantSql } from "../../src/store/TenantSql.ts"
 import { ApiStack } from "../support/api-stack.ts"
 import { type Member, seedTwoTenantLedger, type TwoTenantLedger, withStack } from "../support/ledger-fixture.ts"
@@ -254,6 +255,86 @@ layer(Layer.mergeAll(StackLive), { timeout: 120_000, excludeTestServices: true }
       const logged = logs.join("\n")
       for (const plain of [secret, created.gateway_key, created.pat!, password, session, token, ledger.ann.pat]) assert.notInclude(logged, plain)
       assert.isAbove(logs.length, 0)
+    }))
+
+  it.effect("password change: the current one is asked for (guesses counted), a sign-in link resets it for a while, other sessions end", () =>
+    Effect.gen(function*() {
+      const { stack } = yield* fixture
+      const run = withStack(stack)
+      const names = cookieNames(stack.baseUrl)
+      const email = "milton@initrode.test"
+      const [first, second, third] = ["the first passphrase", "the second passphrase", "the third passphrase"]
+      const created = yield* run(Accounts.use((accounts) => accounts.signUp({ organisation: "Initrode", workspace: "main", email, password: first })))
+      const signsIn = (password: string) => run(Accounts.use((accounts) => accounts.signIn(email, password))).pipe(Effect.map((m) => m !== undefined))
+      const change = (who: ReturnType<typeof client>, fields: Record<string, string>) =>
+        live(async () => who.request("/account/password", { form: { csrf: await who.csrf("/account/password"), ...fields } }))
+      const asksForCurrent = (who: ReturnType<typeof client>) => live(async () => (await who.request("/account/password")).text.includes(`name="current_password"`))
+      const signedIn = (who: ReturnType<typeof client>) => live(async () => (await who.request("/")).status === 200)
+      const byLink = (who: ReturnType<typeof client>) =>
+        Effect.gen(function*() {
+          const token = yield* run(AppSessions.use((sessions) => sessions.createSignInLink(created)))
+          const used = yield* live(async () => who.request("/signin/link", { form: { csrf: await who.csrf(`/signin/link?token=${token}`), token } }))
+          assert.strictEqual(used.headers.get("location"), "/account/password")
+        })
+
+      const browser = client(stack.baseUrl)
+      yield* live(async () => browser.request("/signin", { form: { csrf: await browser.csrf("/signin"), email, password: first } }))
+      const other = client(stack.baseUrl)
+      other.jar.set(names.session, yield* run(AppSessions.use((sessions) => sessions.start(created))))
+      assert.isTrue(yield* asksForCurrent(browser))
+      // without the current password, or with a wrong one: refused, nothing changes
+      for (const fields of [{ password: second }, { current_password: "not my passphrase", password: second }] as Array<Record<string, string>>) {
+        const refused = yield* change(browser, fields)
+        assert.strictEqual(refused.status, 401, JSON.stringify(fields))
+        assert.include(refused.text, "not your current password")
+      }
+      assert.isTrue(yield* signsIn(first))
+      assert.isTrue(yield* signedIn(other))
+
+      // with it: changed; every other session of the user is signed out, this one stays under a new cookie
+      const before = browser.jar.get(names.session)!
+      const changed = yield* change(browser, { current_password: first, password: second })
+      assert.strictEqual(changed.status, 200)
+      assert.include(changed.text, "Your password is set")
+      assert.isTrue(yield* signsIn(second))
+      assert.isFalse(yield* signsIn(first))
+      assert.isTrue(yield* signedIn(browser), "still signed in")
+      assert.notStrictEqual(browser.jar.get(names.session), before)
+      assert.isFalse(yield* signedIn(other), "the other session is signed out")
+      const replay = client(stack.baseUrl)
+      replay.jar.set(names.session, before)
+      assert.isFalse(yield* signedIn(replay), "and so is the cookie from before the change")
+
+      // signed in by a one-time link (how someone who lost their password gets back in): a new password without the
+      // current one, and the session after it asks for the current one again
+      const linked = client(stack.baseUrl)
+      yield* byLink(linked)
+      assert.isFalse(yield* asksForCurrent(linked))
+      assert.strictEqual((yield* change(linked, { password: third })).status, 200)
+      assert.isTrue(yield* signsIn(third))
+      assert.isFalse(yield* signedIn(browser), "signed out by the change")
+      assert.isTrue(yield* asksForCurrent(linked))
+      // only for a short while after the link signed it in
+      const late = client(stack.baseUrl)
+      yield* byLink(late)
+      yield* run(TenantSql.use((sql) =>
+        sql.control(ScopedSql.use((q) =>
+          q`UPDATE app_sessions SET created_at = now() - interval '16 minutes' WHERE session_hash = ${hashToken(late.jar.get(names.session)!)}`
+        ))
+      ))
+      assert.isTrue(yield* asksForCurrent(late))
+      assert.strictEqual((yield* change(late, { password: first })).status, 401)
+      assert.strictEqual((yield* change(late, { current_password: third, password: first })).status, 200)
+
+      // guessing through the form is limited, and counted with sign-in's: five wrong, then even the right one waits
+      for (let i = 0; i < 5; i++) assert.strictEqual((yield* change(late, { current_password: `guess number ${i}`, password: second })).status, 401)
+      const locked = yield* change(late, { current_password: first, password: second })
+      assert.strictEqual(locked.status, 429)
+      assert.isAbove(Number(locked.headers.get("retry-after")), 0)
+      assert.isTrue(yield* signsIn(first), "unchanged")
+      const signIn = client(stack.baseUrl)
+      const refused = yield* live(async () => signIn.request("/signin", { form: { csrf: await signIn.csrf("/signin"), email, password: first } }))
+      assert.strictEqual(refused.status, 429)
     }))
 
   it.effect("sign-up through the form: keys once, setup for the gateway callers reach (LEDGER_GATEWAY_URL), signed in", () =>

@@ -240,6 +240,16 @@ layer(AppLive, { timeout: 240_000, excludeTestServices: true })("the app in a br
         await operator.page.waitForSelector(".notice.ok")
       })
       yield* check(operator.page, "password-set")
+      // from now on a change asks for the current password
+      yield* Effect.promise(async () => {
+        await operator.page.getByLabel("Current password").fill("operator passphrase 1")
+        await operator.page.getByLabel("New password").fill("operator passphrase 2")
+        const [changed] = await Promise.all([
+          operator.page.waitForResponse((response) => response.request().method() === "POST"),
+          operator.page.getByRole("button", { name: "Set password" }).click()
+        ])
+        assert.strictEqual(changed.status(), 200, await changed.text())
+      })
       const reused = yield* Effect.promise(async () => {
         const response = await fetch(`${app.baseUrl}/signin/link?token=${linkToken}`)
         return response.status

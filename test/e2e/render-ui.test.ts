@@ -294,6 +294,45 @@ describe("render_ui in a browser host", () => {
         assert.include(textOf(refused), "this view takes")
       }))
 
+    it.effect("CSP: the App's own script and styles by hash only; script injected into its document does not run", () =>
+      Effect.gen(function*() {
+        const { html } = yield* Ledger
+        const csp = /<meta http-equiv="Content-Security-Policy" content="([^"]+)">/.exec(html)![1]!
+        const directives = new Map(csp.split(";").map((d) => d.trim().split(/\s+/)).map(([name, ...values]) => [name!, values]))
+        const sha256 = (text: string) => `'sha256-${Crypto.createHash("sha256").update(text).digest("base64")}'`
+        assert.deepStrictEqual(directives.get("script-src"), [sha256(/<script>([^]*)<\/script>/.exec(html)![1]!)])
+        assert.deepStrictEqual(directives.get("style-src"), [sha256(/<style>([^]*)<\/style>/.exec(html)![1]!)])
+        assert.notInclude(csp, "unsafe-")
+
+        const result = yield* render({ view: "agents" })
+        const { frame, requests, violations } = yield* mount({ view: "agents" }, result)
+        // the views style through the CSSOM, which the policy leaves alone: bars are drawn to their values
+        const fills = yield* Effect.promise(() =>
+          frame.locator(".bars .fill").evaluateAll((els) => els.map((el) => el.getBoundingClientRect().width / el.parentElement!.getBoundingClientRect().width))
+        )
+        assert.isTrue(fills.some((f) => f > 0 && f < 0.99), `bar widths ${fills}`)
+        assert.strictEqual(yield* Effect.promise(() => frame.locator("header.app").evaluate((el) => getComputedStyle(el).display)), "flex", "the stylesheet applies")
+
+        // what a view that let data reach markup would run: an inline script, an event handler attribute
+        const ran = yield* Effect.promise(() =>
+          frame.evaluate(async () => {
+            const script = document.createElement("script")
+            script.textContent = "window.ran = 'script'"
+            document.body.append(script)
+            const main = document.querySelector("main")!
+            main.insertAdjacentHTML("beforeend", `<img id="probe" src="data:," onerror="window.ran = 'onerror'">`)
+            await new Promise((resolve) => document.getElementById("probe")!.addEventListener("error", resolve))
+            await new Promise((resolve) => setTimeout(resolve, 50))
+            return (window as any).ran ?? null
+          })
+        )
+        assert.isNull(ran)
+        yield* Effect.promise(() => frame.page().waitForTimeout(100))
+        assert.strictEqual(violations.filter((v) => v.includes("script")).length, 2, "Chromium refused both")
+        assert.strictEqual(yield* text(frame, "h1#title"), "4 agents", "the view is still there")
+        assert.deepStrictEqual(requests.all, [])
+      }))
+
     it.effect("follows the host's dark theme; an isError result is shown as an error", () =>
       Effect.gen(function*() {
         const result = yield* render({ view: "agents" })

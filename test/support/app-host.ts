@@ -17,6 +17,7 @@ import {
   type Request,
   type Result
 } from "@modelcontextprotocol/sdk/types.js"
+import { assert } from "@effect/vitest"
 import { Effect } from "effect"
 import type { Browser, Frame, Page } from "playwright-core"
 import { openPage, type RecordedRequests } from "./browser.ts"
@@ -50,14 +51,16 @@ export interface MountedApp {
   readonly page: Page
   readonly frame: Frame
   readonly requests: RecordedRequests
+  /** the Content-Security-Policy violations Chromium reported on the page or in the App's frame */
+  readonly violations: Array<string>
   /** Delivers a tool result as the host does, and returns once the App has handled it (a ping behind it answered). */
   deliver(result: CallToolResult): Effect.Effect<void>
 }
 
 /**
  * Opens the host page, runs the App in its iframe behind an AppBridge, delivers `result` and waits for `ready`
- * (by default the drawn view, `html[data-view=<args.view>]`). The page closes, after a documented teardown, with
- * the scope.
+ * (by default the drawn view, `html[data-view=<args.view>]`), which must be drawn without a CSP violation. The page
+ * closes, after a documented teardown, with the scope.
  */
 export const mountApp = (options: {
   readonly browser: Browser
@@ -71,6 +74,10 @@ export const mountApp = (options: {
 }) =>
   Effect.gen(function*() {
     const { page, requests } = yield* openPage(options.browser)
+    const violations: Array<string> = []
+    page.on("console", (message) => {
+      if (message.text().includes("Content Security Policy")) violations.push(message.text())
+    })
     const transport = pageTransport(page)
     yield* Effect.promise(() => page.exposeFunction("toHost", (message: JSONRPCMessage) => transport.onmessage?.(message)))
     yield* Effect.promise(() => page.setContent(HOST_PAGE))
@@ -95,6 +102,7 @@ export const mountApp = (options: {
     })
     const frame = yield* Effect.promise(async () => (await (await page.waitForSelector("#app")).contentFrame())!)
     yield* Effect.promise(() => frame.waitForSelector(options.ready ?? `html[data-view="${options.args.view}"]`))
+    assert.deepStrictEqual(violations, [], "the App drew without breaking its Content-Security-Policy")
     // the documented end of a view: the host asks it to tear down, and the App answers
     yield* Effect.addFinalizer(() =>
       Effect.promise(() => bridge.teardownResource({})).pipe(Effect.timeout("2 seconds"), Effect.ignore)
@@ -106,7 +114,7 @@ export const mountApp = (options: {
         // (AppBridge's typings lose the Protocol methods it inherits)
         await (bridge as unknown as Pick<Protocol<Request, Notification, Result>, "request">).request({ method: "ping" }, EmptyResultSchema)
       })
-    return { page, frame, requests, deliver } satisfies MountedApp
+    return { page, frame, requests, violations, deliver } satisfies MountedApp
   })
 
 /** Waits until the host has sized the iframe to the App's content (size-changed delivered), then for a paint. */

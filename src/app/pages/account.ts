@@ -150,15 +150,17 @@ ${keys.pat === null ? "" : secretBlock("pat", `Personal Access Token (REST ${set
 <p><a href="/">Go to the ledger →</a></p>`
   })
 
-export const passwordPage = (user: FrameUser, state: FormState) =>
+/** `current`: whether the form asks for the current password (see the password routes). */
+export const passwordPage = (user: FrameUser, state: FormState, current: boolean) =>
   page({
     title: "Your password",
     user,
     body: html`<div class="narrow"><section class="card">
 ${notice(state.notice, state.problem === undefined ? "ok" : "bad")}
-<p>Set the password you sign in with from now on.</p>
+<p>Set the password you sign in with from now on; this signs out your other sessions.</p>
 <form method="post" action="/account/password" class="stack">
 ${csrfField(user.csrf)}
+${current ? input(state, "current_password", "Current password", "password", "current-password") : ""}
 ${input(state, "password", "New password", "password", "new-password", "(at least 10 characters)")}
 <button type="submit" class="primary">Set password</button>
 </form>

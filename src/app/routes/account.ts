@@ -28,6 +28,9 @@ import { type FormState, invitationPage, passwordPage, provisionedPage, signInPa
 /** sign-ups (and invitation acceptances) per address and minute */
 const SIGNUPS_PER_MINUTE = 10
 
+/** When a limited attempt may be made again, for a notice. */
+const retryIn = (seconds: number) => `Try again in ${Math.ceil(seconds / 60)} minute${seconds > 60 ? "s" : ""}.`
+
 const forbidden = () => messagePage("Refused", "This form has expired or did not come from this site. Go back, reload the page and try again.", 403)
 
 export const accountHandlers = (context: AppContext) => {
@@ -92,7 +95,7 @@ export const accountHandlers = (context: AppContext) => {
     if (wait > 0) {
       yield* Effect.logWarning("app sign-in limited").pipe(Effect.annotateLogs({ address: addressOf(request) }))
       return HttpServerResponse.setHeader(
-        again({ notice: `Too many sign-in attempts. Try again in ${Math.ceil(wait / 60)} minute${wait > 60 ? "s" : ""}.` }, 429),
+        again({ notice: `Too many sign-in attempts. ${retryIn(wait)}` }, 429),
         "retry-after",
         String(wait)
       )
@@ -181,26 +184,63 @@ export const accountHandlers = (context: AppContext) => {
   const linkPost = Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest) {
     const form = yield* checkedPost(request)
     if (form === undefined) return forbidden()
-    const member = yield* sessions.useSignInLink(form.get("token") ?? "")
-    if (member === undefined) return messagePage("Sign in", "This sign-in link has expired or was already used. Sign in with your password, or ask for a new link.", 404)
-    yield* Effect.logInfo("app sign-in by link").pipe(Effect.annotateLogs({ tenant_id: member.tenant_id, user_id: member.user_id }))
-    // the link is for people without a password yet: they choose one next
-    return yield* startSession(member, seeOther("/account/password"))
+    const used = yield* sessions.useSignInLink(form.get("token") ?? "")
+    if (used === undefined) return messagePage("Sign in", "This sign-in link has expired or was already used. Sign in with your password, or ask for a new link.", 404)
+    yield* Effect.logInfo("app sign-in by link").pipe(Effect.annotateLogs({ tenant_id: used.member.tenant_id, user_id: used.member.user_id }))
+    // the link is for people without a password, or who lost theirs: they choose one next
+    return withSession(seeOther("/account/password"), names, used.session)
   })
 
-  const passwordGet = (request: HttpServerRequest.HttpServerRequest) =>
-    requireMember(context, request, (signed) => Effect.succeed(pageResponse(passwordPage(frameUser(signed), {}))))
+  /**
+   * Whether changing the password asks for the current one: always when the user has one, but in the first minutes
+   * of a session a sign-in link started (AppSessions.PASSWORD_RESET_MS) — how an administrator lets someone who
+   * lost theirs back in. A user without a password has nothing to confirm.
+   */
+  const asksCurrentPassword = (signed: SignedIn) =>
+    signed.member.resetsPassword ? Effect.succeed(false) : accounts.hasPassword(signed.member.principal.user_id)
 
+  const passwordGet = (request: HttpServerRequest.HttpServerRequest) =>
+    requireMember(context, request, (signed) =>
+      Effect.map(asksCurrentPassword(signed), (current) => pageResponse(passwordPage(frameUser(signed), {}, current))))
+
+  /**
+   * A wrong current password counts as a failed sign-in (SignInLimiter), so the form cannot be used to guess. A
+   * change ends every other session of the user and moves this browser to a new one.
+   */
   const passwordPost = (request: HttpServerRequest.HttpServerRequest) =>
     requireMember(context, request, (signed) =>
       Effect.gen(function*() {
         const form = yield* checkedPost(request, signed.session)
         if (form === undefined) return forbidden()
-        const outcome = yield* accounts.setPassword(signed.member.principal.user_id, signed.member.email, (form.get("password") ?? "").slice(0, 2048)).pipe(
-          Effect.as<FormState>({ notice: "Your password is set." }),
-          Effect.catchTag("AccountProblem", (problem) => Effect.succeed<FormState>({ problem }))
+        const { email, principal } = signed.member
+        const current = yield* asksCurrentPassword(signed)
+        const again = (state: FormState, status: number) => pageResponse(passwordPage(frameUser(signed), state, current), status)
+        if (current) {
+          const wait = yield* limiter.attempt(email, addressOf(request))
+          if (wait > 0) {
+            return HttpServerResponse.setHeader(again({ notice: `Too many wrong passwords. ${retryIn(wait)}` }, 429), "retry-after", String(wait))
+          }
+          if (!(yield* accounts.passwordMatches(principal.user_id, (form.get("current_password") ?? "").slice(0, 1024)))) {
+            yield* limiter.failed(email)
+            return again({
+              notice: "That is not your current password; your password is unchanged.",
+              problem: { field: "current_password", message: "Enter the password you sign in with now." }
+            }, 401)
+          }
+          yield* limiter.succeeded(email)
+        }
+        const problem = yield* accounts.setPassword(principal.user_id, email, (form.get("password") ?? "").slice(0, 2048)).pipe(
+          Effect.as(undefined),
+          Effect.catchTag("AccountProblem", (problem) => Effect.succeed(problem))
         )
-        return pageResponse(passwordPage(frameUser(signed), outcome), outcome.problem === undefined ? 200 : 400)
+        if (problem !== undefined) return again({ problem }, 400)
+        const token = yield* sessions.start({ tenant_id: principal.tenant_id, workspace_id: principal.workspace_id, user_id: principal.user_id })
+        yield* sessions.endOthers(principal.user_id, token)
+        yield* Effect.logInfo("app password changed").pipe(Effect.annotateLogs({ tenant_id: principal.tenant_id, user_id: principal.user_id }))
+        const member = yield* sessions.resolve(token)
+        if (member === undefined) return withoutSession(seeOther("/signin"), names)
+        const moved = { member, session: token, csrf: csrfTokenOf(token) }
+        return withSession(pageResponse(passwordPage(frameUser(moved), { notice: "Your password is set; your other sessions are signed out." }, true)), names, token)
       }))
 
   const signOut = Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest) {

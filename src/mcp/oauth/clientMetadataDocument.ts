@@ -8,8 +8,9 @@
  * - from an https URL with a path, in normal form, without credentials or fragment;
  * - from a host whose every address is public: a name is resolved first and each address checked (loopback,
  *   private, link-local, carrier-grade NAT, unique-local, multicast, documentation and other reserved ranges are
- *   refused), and the connection is then made to exactly the addresses checked, so a second answer of the DNS
- *   (rebinding) cannot point it elsewhere;
+ *   refused, and so are the IPv6 forms that embed an IPv4 address — IPv4-compatible, NAT64, 6to4, Teredo — except
+ *   IPv4-mapped, judged as the IPv4 address it maps), and the connection is then made to exactly the addresses
+ *   checked, so a second answer of the DNS (rebinding) cannot point it elsewhere;
  * - within DOCUMENT_FETCH_TIMEOUT_MS for the whole exchange, DOCUMENT_MAX_BYTES of body at most, redirects never
  *   followed, and a limited number of uncached fetches per connecting address and minute.
  * When LEDGER_PUBLIC_URL is itself a loopback address (a developer's machine, the tests) the ledger cannot be
@@ -73,11 +74,10 @@ export const clientIdProblem = (clientId: string, allowLoopback: boolean): strin
 // ---------------------------------------------------------------------------------------------------------------
 // Addresses
 
-const LOOPBACK = new Net.BlockList()
-LOOPBACK.addSubnet("127.0.0.0", 8, "ipv4")
-LOOPBACK.addAddress("::1", "ipv6")
+const LOOPBACK_V4 = new Net.BlockList()
+LOOPBACK_V4.addSubnet("127.0.0.0", 8, "ipv4")
 
-/** Not the public internet (IANA special-purpose registries); IPv4-mapped IPv6 addresses match the IPv4 rules. */
+/** Not the public internet (IANA special-purpose address registries). */
 const NOT_PUBLIC = new Net.BlockList()
 for (
   const [network, prefix] of [
@@ -97,30 +97,57 @@ for (
     ["240.0.0.0", 4]
   ] as const
 ) NOT_PUBLIC.addSubnet(network, prefix, "ipv4")
+// IPv6 is judged within global unicast (2000::/3) only — outside it are loopback, unspecified, the IPv4-compatible
+// and -translated forms (::/8), NAT64 (64:ff9b::/96, 64:ff9b:1::/48), discard, unique-local, link- and site-local,
+// multicast — less these ranges inside it:
 for (
   const [network, prefix] of [
-    ["::", 128],
-    // NAT64 and 6to4 embed an IPv4 address, which may be a private one
-    ["64:ff9b::", 96],
-    ["64:ff9b:1::", 48],
-    ["100::", 64],
-    // IETF protocol assignments, Teredo among them
+    // IETF protocol assignments, Teredo (which embeds an IPv4 address) among them
     ["2001::", 23],
     ["2001:db8::", 32],
+    // 6to4 embeds an IPv4 address, which may be a private one
     ["2002::", 16],
-    ["fc00::", 7],
-    ["fe80::", 10],
-    ["fec0::", 10],
-    ["ff00::", 8]
+    ["3fff::", 20]
   ] as const
 ) NOT_PUBLIC.addSubnet(network, prefix, "ipv6")
 
-/** Why a document may not be fetched from an address, or undefined when it may. */
+/** The eight 16-bit groups of a valid IPv6 address (any text form: `::`, a dotted IPv4 tail, leading zeros). */
+const ipv6Groups = (address: string): ReadonlyArray<number> => {
+  const dotted = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(address)
+  const text = dotted === null
+    ? address
+    : `${address.slice(0, dotted.index)}${((Number(dotted[1]) << 8) | Number(dotted[2])).toString(16)}:${((Number(dotted[3]) << 8) | Number(dotted[4])).toString(16)}`
+  const parse = (part: string) => (part === "" ? [] : part.split(":").map((group) => parseInt(group, 16)))
+  const [head, tail] = text.split("::") as [string, string | undefined]
+  if (tail === undefined) return parse(head)
+  const [before, after] = [parse(head), parse(tail)]
+  return [...before, ...Array<number>(8 - before.length - after.length).fill(0), ...after]
+}
+
+const v4Problem = (address: string, allowLoopback: boolean): string | undefined =>
+  LOOPBACK_V4.check(address, "ipv4")
+    ? allowLoopback ? undefined : "a loopback address"
+    : NOT_PUBLIC.check(address, "ipv4")
+    ? "a private, link-local or reserved address"
+    : undefined
+
+/**
+ * Why a document may not be fetched from an address, or undefined when it may. An IPv4-mapped IPv6 address
+ * (::ffff:a.b.c.d, however written) is the IPv4 address it maps, and is judged by the IPv4 rules.
+ */
 export const addressProblem = (address: string, allowLoopback: boolean): string | undefined => {
-  const family = Net.isIPv4(address) ? "ipv4" : Net.isIPv6(address) ? "ipv6" : undefined
-  if (family === undefined) return "not an IP address"
-  if (LOOPBACK.check(address, family)) return allowLoopback ? undefined : "a loopback address"
-  if (NOT_PUBLIC.check(address, family)) return "a private, link-local or reserved address"
+  if (Net.isIPv4(address)) return v4Problem(address, allowLoopback)
+  if (!Net.isIPv6(address)) return "not an IP address"
+  // a zone id scopes an address to one interface: only link-local ones need it, and a name never resolves to it
+  if (address.includes("%")) return "a scoped address (with a zone id)"
+  const groups = ipv6Groups(address)
+  if (groups.slice(0, 5).every((group) => group === 0)) {
+    if (groups[5] === 0xffff) return v4Problem(`${groups[6]! >> 8}.${groups[6]! & 0xff}.${groups[7]! >> 8}.${groups[7]! & 0xff}`, allowLoopback)
+    if (groups[5] === 0 && groups[6] === 0 && groups[7] === 1) return allowLoopback ? undefined : "a loopback address"
+  }
+  if ((groups[0]! & 0xe000) !== 0x2000 || NOT_PUBLIC.check(groups.map((group) => group.toString(16)).join(":"), "ipv6")) {
+    return "a private, link-local or reserved address"
+  }
   return undefined
 }
 

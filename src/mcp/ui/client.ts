@@ -88,6 +88,8 @@ const h = (tag, props, ...children) => {
     if (value === undefined || value === null || value === false) continue;
     if (key === "class") node.className = value;
     else if (key === "text") node.textContent = String(value);
+    // through the CSSOM: neither host's Content-Security-Policy allows style attributes
+    else if (key === "style") node.style.cssText = value;
     else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
     else node.setAttribute(key, String(value));
   }
@@ -104,7 +106,10 @@ const append = (node, children) => {
 const SVG = "http://www.w3.org/2000/svg";
 const s = (tag, attrs, ...children) => {
   const node = document.createElementNS(SVG, tag);
-  for (const [key, value] of Object.entries(attrs || {})) if (value !== undefined && value !== null) node.setAttribute(key, String(value));
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (value === undefined || value === null) continue;
+    if (key === "style") node.style.cssText = value; else node.setAttribute(key, String(value));
+  }
   for (const child of children.flat(Infinity)) if (child !== undefined && child !== null) node.append(child instanceof Node ? child : document.createTextNode(String(child)));
   return node;
 };

@@ -3,12 +3,11 @@
  * every network request) that draws whichever view a render_ui result names.
  */
 import { RESOURCE_MIME_TYPE } from "@modelcontextprotocol/ext-apps/server"
+import * as Crypto from "node:crypto"
 import { BRAND_MARK, RUNTIME, STYLES } from "./client.ts"
 import { views } from "./views/index.ts"
 
 export const UI_RESOURCE_URI = "ui://ledger/render-ui.html"
-
-const CSP = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
 
 /** Every view's renderer, as the source of one object literal `{ name: (data, ui, params) => Node }`. */
 export const viewRenderers = `{\n${views.map((view) => `${JSON.stringify(view.name)}: ${view.render}`).join(",\n")}\n}`
@@ -17,6 +16,13 @@ const script = RUNTIME.replace("__LEDGER_VIEWS__", () => viewRenderers)
 
 // the script is inlined: a closing tag inside it would end the element early
 if (/<\/script/i.test(script) || /<\/style/i.test(STYLES)) throw new Error("render_ui: inline code must not contain closing tags")
+
+const sha256 = (text: string) => `'sha256-${Crypto.createHash("sha256").update(text).digest("base64")}'`
+
+// the document is static, so its one script and one stylesheet are allowed by hash and nothing else runs: markup
+// that data ever reached (an inline handler, an injected <script>) stays inert; the views style through the CSSOM
+// (client.ts `h` and `s`), which style-src does not govern
+const CSP = `default-src 'none'; script-src ${sha256(script)}; style-src ${sha256(STYLES)}; img-src data:; base-uri 'none'; form-action 'none'`
 
 export const renderUiHtml = `<!doctype html>
 <html lang="en">
