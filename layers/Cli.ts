@@ -1,6 +1,7 @@
 /**
  * What the `ledger` command line's commands other than `serve` run on (src/main.ts). Each command opens what it needs
- * itself; `serve` builds its own layers (layers/Serve.ts), so no command shares a database handle with another.
+ * itself; `serve` builds its own layers (layers/Serve.ts), so no command shares a database handle with another. Beside
+ * an embedded `serve`, `admin` runs inside it instead (src/ops/ServeControl.ts).
  */
 import { Effect, Layer, Option } from "effect"
 import { ContentPolicies } from "../src/builder/ContentPolicies.ts"

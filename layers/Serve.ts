@@ -12,6 +12,7 @@ import { BuilderThread } from "../src/ops/BuilderThread.ts"
 import { gatewayWorkers } from "../src/ops/GatewayWorkers.ts"
 import { PipelineMetrics } from "../src/ops/PipelineMetrics.ts"
 import { ProcessMetrics } from "../src/ops/ProcessMetrics.ts"
+import { ServeControlLive } from "../src/ops/ServeControl.ts"
 import { ApiRoutesLive } from "./Api.ts"
 import { BuilderLive } from "./Builder.ts"
 import { CaptureStreamLive } from "./Capture.ts"
@@ -55,5 +56,7 @@ export const serveLayer = (roles: ReadonlySet<Role>, options: { readonly gateway
     serveApi(roles.has("api") ? ApiRoutesLive : OpsRoutes),
     roles.has("gateway") ? gatewayRole(options.gatewayWorkers) : Layer.empty,
     !roles.has("builder") ? Layer.empty : roles.has("gateway") || roles.has("api") ? builderBeside : BuilderLive,
-    roles.has("api") || roles.has("gateway") ? FirstRunLive : Layer.empty
+    roles.has("api") || roles.has("gateway") ? FirstRunLive : Layer.empty,
+    // in embedded mode the command line's `admin` commands run here (the database is this process's alone)
+    ServeControlLive
   ).pipe(Layer.provide(CoreLive))

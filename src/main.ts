@@ -1,9 +1,10 @@
 /**
  * The `ledger` command line: its commands, flags and output. What each command runs on is composed in layers/
- * (layers/Serve.ts for `serve`, layers/Cli.ts for the others); `watch` is in src/watcher/command.ts.
+ * (layers/Serve.ts for `serve`, layers/Cli.ts for the others); `watch` is in src/watcher/command.ts, `admin` in
+ * src/ops/adminCommand.ts.
  */
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
-import { Clock, Console, Effect, Layer, Option } from "effect"
+import { Console, Effect, Layer, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { AdminLive, ContentPolicyLive, DlqLive, IntegrityLive, MigrateLive, RebuildLive, StatusLive } from "../layers/Cli.ts"
 import { ROLES, type Role, serveLayer } from "../layers/Serve.ts"
@@ -11,12 +12,12 @@ import { Rebuilder } from "./builder/Rebuild.ts"
 import { progressBar } from "./builder/RebuildProgress.ts"
 import { CaptureShards, listDeadLetters, replayDeadLetters } from "./capture/CaptureShards.ts"
 import { deadLetterIdentity, PipelineStatus, renderDeadLetters, renderReport } from "./ops/Status.ts"
-import { AppSessions } from "./auth/AppSessions.ts"
-import { Credentials } from "./auth/Credentials.ts"
 import { checkedGatewayWorkers, LedgerConfig } from "./config/LedgerConfig.ts"
-import { checkpoint, contentPolicy, verify } from "./integrity/command.ts"
+import { checkpoint, verify } from "./integrity/command.ts"
 import { erase } from "./integrity/eraseCommand.ts"
 import { exportDecisions } from "./integrity/exportCommand.ts"
+import { adminCommand, LEDGER_VERSION } from "./ops/adminCommand.ts"
+import { forwardToServe } from "./ops/ServeControl.ts"
 import { watch } from "./watcher/command.ts"
 
 const json = Flag.Boolean("json").pipe(Flag.withDescription("print machine-readable JSON"), Flag.withDefault(false))
@@ -57,104 +58,6 @@ const migrate = Command.make(
       yield* Console.log("migrations applied")
     })
 ).pipe(Command.withDescription("apply database migrations (serve also does this at start)"))
-
-const bootstrap = Command.make(
-  "bootstrap",
-  {
-    tenant: Flag.String("tenant").pipe(Flag.withDescription("tenant name (created or reused)")),
-    workspace: Flag.String("workspace").pipe(Flag.withDescription("workspace name (created or reused)")),
-    email: Flag.String("email").pipe(Flag.withDescription("user email (created or reused)")),
-    role: Flag.Literals("role", ["member", "restricted"]).pipe(
-      Flag.withDescription("membership role; restricted members see only decisions made with their own keys"),
-      Flag.withDefault("member")
-    ),
-    json
-  },
-  Effect.fn(function*({ tenant, workspace, email, role, json }) {
-    const credentials = yield* Credentials
-    const result = yield* credentials.bootstrap({ tenant, workspace, email, role })
-    if (json) {
-      yield* Console.log(JSON.stringify({
-        tenant_id: result.tenant_id,
-        workspace_id: result.workspace_id,
-        user_id: result.user_id,
-        pat: result.pat,
-        gateway_key: result.gateway_key
-      }))
-    } else {
-      yield* Console.log(
-        `tenant ${result.tenant_id}\nworkspace ${result.workspace_id}\nuser ${result.user_id}\n` +
-          `personal access token ${result.pat}\ngateway key ${result.gateway_key}`
-      )
-    }
-  })
-).pipe(Command.withDescription("create (or reuse) tenant, workspace and user; issue a PAT and a Gateway Key"))
-
-const tokenCreate = Command.make(
-  "create",
-  {
-    email: Flag.String("email").pipe(Flag.withDescription("the member's email")),
-    workspace: Flag.String("workspace").pipe(Flag.withDescription("workspace name")),
-    tenant: Flag.String("tenant").pipe(Flag.withDescription("tenant name, when the workspace name is not unique"), Flag.optional),
-    kind: Flag.Literals("kind", ["pat", "gateway"]).pipe(
-      Flag.withDescription("pat (read API and MCP) or gateway (gateway key)")
-    ),
-    expiresInDays: Flag.Int("expires-in-days").pipe(Flag.withDescription("expire after this many days"), Flag.optional),
-    json
-  },
-  Effect.fn(function*({ email, workspace, tenant, kind, expiresInDays, json }) {
-    const credentials = yield* Credentials
-    const now = yield* Clock.currentTimeMillis
-    const created = yield* credentials.createToken({
-      email,
-      workspace,
-      tenant: Option.getOrUndefined(tenant),
-      kind,
-      expiresAt: Option.getOrUndefined(Option.map(expiresInDays, (days) => new Date(now + days * 86_400_000)))
-    })
-    yield* Console.log(json ? JSON.stringify({ token_id: created.token_id, token: created.token }) : `${created.token_id} ${created.token}`)
-  })
-).pipe(Command.withDescription("issue a Personal Access Token or a Gateway Key"))
-
-const tokenRevoke = Command.make(
-  "revoke",
-  { tokenId: Argument.String("TOKEN_ID").pipe(Argument.withDescription("the token_id printed when it was created")) },
-  Effect.fn(function*({ tokenId }) {
-    const credentials = yield* Credentials
-    const revoked = yield* credentials.revoke(tokenId)
-    if (!revoked) return yield* Effect.fail(new Error(`no active token ${tokenId}`))
-    yield* Console.log(`revoked ${tokenId} (refused everywhere within 5 seconds)`)
-  })
-).pipe(Command.withDescription("revoke a token"))
-
-const signInLink = Command.make(
-  "signin-link",
-  {
-    email: Flag.String("email").pipe(Flag.withDescription("the member's email")),
-    workspace: Flag.String("workspace").pipe(Flag.withDescription("workspace name")),
-    tenant: Flag.String("tenant").pipe(Flag.withDescription("tenant name, when the workspace name is not unique"), Flag.optional),
-    json
-  },
-  Effect.fn(function*({ email, workspace, tenant, json }) {
-    const member = yield* Credentials.use((credentials) => credentials.member({ email, workspace, tenant: Option.getOrUndefined(tenant) }))
-    const token = yield* AppSessions.use((sessions) => sessions.createSignInLink(member))
-    const url = `${(yield* LedgerConfig).publicUrl}/signin/link?token=${token}`
-    yield* Console.log(json ? JSON.stringify({ url }) : `${url}\n(one use, valid 24 hours; then choose a password at /account/password)`)
-  })
-).pipe(Command.withDescription("print a one-time link that signs the member in to the app (for users without a password)"))
-
-const admin = Command.make("admin").pipe(
-  Command.withDescription("administration: tenants, users and tokens"),
-  Command.withSubcommands([
-    bootstrap.pipe(Command.provide(AdminLive)),
-    signInLink.pipe(Command.provide(AdminLive)),
-    contentPolicy.pipe(Command.provide(ContentPolicyLive)),
-    Command.make("token").pipe(
-      Command.withDescription("issue and revoke tokens"),
-      Command.withSubcommands([tokenCreate.pipe(Command.provide(AdminLive)), tokenRevoke.pipe(Command.provide(AdminLive))])
-    )
-  ])
-)
 
 const status = Command.make(
   "status",
@@ -235,13 +138,27 @@ const rebuild = Command.make(
 export const ledger = Command.make("ledger").pipe(
   Command.withDescription("Agent Decision Ledger"),
   Command.withSubcommands([
-    serve, migrate, admin, status, dlq, rebuild, checkpoint.pipe(Command.provide(IntegrityLive)), verify.pipe(Command.provide(IntegrityLive)),
+    serve, migrate, adminCommand(AdminLive, ContentPolicyLive), status, dlq, rebuild, checkpoint.pipe(Command.provide(IntegrityLive)), verify.pipe(Command.provide(IntegrityLive)),
     exportDecisions.pipe(Command.provide(IntegrityLive)), erase.pipe(Command.provide(IntegrityLive)), watch
   ])
 )
 
-ledger.pipe(
-  Command.run({ version: "0.1.0" }),
+/** Beside a running embedded `ledger serve`, `admin` commands run in it (src/ops/ServeControl.ts). */
+const forwarded = (args: ReadonlyArray<string>) =>
+  args[0] !== "admin"
+    ? Effect.succeed(false)
+    // a configuration that does not load fails the command itself, as it would without a serve
+    : LedgerConfig.layer.pipe(Layer.build, Effect.option, Effect.flatMap(Option.match({
+      onNone: () => Effect.succeed(false),
+      onSome: (context) => forwardToServe(args).pipe(Effect.provideContext(context))
+    })), Effect.scoped)
+
+Effect.gen(function*() {
+  if (yield* forwarded(process.argv.slice(2))) return
+  yield* Command.run(ledger, { version: LEDGER_VERSION })
+}).pipe(
+  // another process on the embedded database's directory: one line, no stack
+  Effect.catchTag("DataDirBusy", (error) => Console.error(error.message).pipe(Effect.andThen(Effect.sync(() => (process.exitCode = 1))))),
   Effect.provide(NodeServices.layer),
   NodeRuntime.runMain
 )

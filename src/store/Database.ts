@@ -13,11 +13,15 @@ import { Effect, Layer, Option, Redacted } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { LedgerConfig } from "../config/LedgerConfig.ts"
+import { lockDataDir } from "./DataDirLock.ts"
 import { migrations } from "./migrations/index.ts"
 
-/** Starts PGlite with its socket server for the lifetime of the scope; yields the port it listens on. */
+/**
+ * Starts PGlite with its socket server for the lifetime of the scope, holding the data directory's lock (a second
+ * process on the directory fails at once, DataDirLock.ts); yields the port it listens on.
+ */
 const startEmbedded = (dataDir: string) =>
-  Effect.acquireRelease(
+  lockDataDir(dataDir).pipe(Effect.andThen(Effect.acquireRelease(
     Effect.tryPromise(async () => {
       const dir = Path.join(dataDir, "pgdata")
       Fs.mkdirSync(dir, { recursive: true })
@@ -33,7 +37,7 @@ const startEmbedded = (dataDir: string) =>
       await server.stop()
       await db.close()
     })
-  ).pipe(Effect.withSpan("Database.startEmbedded"))
+  )), Effect.withSpan("Database.startEmbedded"))
 
 /** The owner's PgClient (and SqlClient), embedded or external by configuration. */
 export const PgLive = Layer.unwrap(Effect.gen(function*() {

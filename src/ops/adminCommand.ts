@@ -1,0 +1,119 @@
+/**
+ * `ledger admin …`: tenants, users and tokens. The command line runs it on layers of its own (layers/Cli.ts), and an
+ * embedded `ledger serve` runs it on its own services for the command line (ServeControl.ts), so both print the same.
+ */
+import { Clock, Console, Effect, Layer, Option } from "effect"
+import { Argument, Command, Flag } from "effect/cli"
+import { AppSessions } from "../auth/AppSessions.ts"
+import { Credentials } from "../auth/Credentials.ts"
+import type { ContentPolicies } from "../builder/ContentPolicies.ts"
+import { LedgerConfig } from "../config/LedgerConfig.ts"
+import { contentPolicy } from "../integrity/command.ts"
+import type { TenantSql } from "../store/TenantSql.ts"
+
+export const LEDGER_VERSION = "0.1.0"
+
+const json = Flag.Boolean("json").pipe(Flag.withDescription("print machine-readable JSON"), Flag.withDefault(false))
+
+const bootstrap = Command.make(
+  "bootstrap",
+  {
+    tenant: Flag.String("tenant").pipe(Flag.withDescription("tenant name (created or reused)")),
+    workspace: Flag.String("workspace").pipe(Flag.withDescription("workspace name (created or reused)")),
+    email: Flag.String("email").pipe(Flag.withDescription("user email (created or reused)")),
+    role: Flag.Literals("role", ["member", "restricted"]).pipe(
+      Flag.withDescription("membership role; restricted members see only decisions made with their own keys"),
+      Flag.withDefault("member")
+    ),
+    json
+  },
+  Effect.fn(function*({ tenant, workspace, email, role, json }) {
+    const credentials = yield* Credentials
+    const result = yield* credentials.bootstrap({ tenant, workspace, email, role })
+    if (json) {
+      yield* Console.log(JSON.stringify({
+        tenant_id: result.tenant_id,
+        workspace_id: result.workspace_id,
+        user_id: result.user_id,
+        pat: result.pat,
+        gateway_key: result.gateway_key
+      }))
+    } else {
+      yield* Console.log(
+        `tenant ${result.tenant_id}\nworkspace ${result.workspace_id}\nuser ${result.user_id}\n` +
+          `personal access token ${result.pat}\ngateway key ${result.gateway_key}`
+      )
+    }
+  })
+).pipe(Command.withDescription("create (or reuse) tenant, workspace and user; issue a PAT and a Gateway Key"))
+
+const tokenCreate = Command.make(
+  "create",
+  {
+    email: Flag.String("email").pipe(Flag.withDescription("the member's email")),
+    workspace: Flag.String("workspace").pipe(Flag.withDescription("workspace name")),
+    tenant: Flag.String("tenant").pipe(Flag.withDescription("tenant name, when the workspace name is not unique"), Flag.optional),
+    kind: Flag.Literals("kind", ["pat", "gateway"]).pipe(
+      Flag.withDescription("pat (read API and MCP) or gateway (gateway key)")
+    ),
+    expiresInDays: Flag.Int("expires-in-days").pipe(Flag.withDescription("expire after this many days"), Flag.optional),
+    json
+  },
+  Effect.fn(function*({ email, workspace, tenant, kind, expiresInDays, json }) {
+    const credentials = yield* Credentials
+    const now = yield* Clock.currentTimeMillis
+    const created = yield* credentials.createToken({
+      email,
+      workspace,
+      tenant: Option.getOrUndefined(tenant),
+      kind,
+      expiresAt: Option.getOrUndefined(Option.map(expiresInDays, (days) => new Date(now + days * 86_400_000)))
+    })
+    yield* Console.log(json ? JSON.stringify({ token_id: created.token_id, token: created.token }) : `${created.token_id} ${created.token}`)
+  })
+).pipe(Command.withDescription("issue a Personal Access Token or a Gateway Key"))
+
+const tokenRevoke = Command.make(
+  "revoke",
+  { tokenId: Argument.String("TOKEN_ID").pipe(Argument.withDescription("the token_id printed when it was created")) },
+  Effect.fn(function*({ tokenId }) {
+    const credentials = yield* Credentials
+    const revoked = yield* credentials.revoke(tokenId)
+    if (!revoked) return yield* Effect.fail(new Error(`no active token ${tokenId}`))
+    yield* Console.log(`revoked ${tokenId} (refused everywhere within 5 seconds)`)
+  })
+).pipe(Command.withDescription("revoke a token"))
+
+const signInLink = Command.make(
+  "signin-link",
+  {
+    email: Flag.String("email").pipe(Flag.withDescription("the member's email")),
+    workspace: Flag.String("workspace").pipe(Flag.withDescription("workspace name")),
+    tenant: Flag.String("tenant").pipe(Flag.withDescription("tenant name, when the workspace name is not unique"), Flag.optional),
+    json
+  },
+  Effect.fn(function*({ email, workspace, tenant, json }) {
+    const member = yield* Credentials.use((credentials) => credentials.member({ email, workspace, tenant: Option.getOrUndefined(tenant) }))
+    const token = yield* AppSessions.use((sessions) => sessions.createSignInLink(member))
+    const url = `${(yield* LedgerConfig).publicUrl}/signin/link?token=${token}`
+    yield* Console.log(json ? JSON.stringify({ url }) : `${url}\n(one use, valid 24 hours; then choose a password at /account/password)`)
+  })
+).pipe(Command.withDescription("print a one-time link that signs the member in to the app (for users without a password)"))
+
+/** The `admin` command, its handlers on `store` (and `content-policy`'s on `policies`), each built when it runs. */
+export const adminCommand = <E1, R1, E2, R2>(
+  store: Layer.Layer<Credentials | AppSessions | LedgerConfig, E1, R1>,
+  policies: Layer.Layer<ContentPolicies | TenantSql, E2, R2>
+) =>
+  Command.make("admin").pipe(
+    Command.withDescription("administration: tenants, users and tokens"),
+    Command.withSubcommands([
+      bootstrap.pipe(Command.provide(store)),
+      signInLink.pipe(Command.provide(store)),
+      contentPolicy.pipe(Command.provide(policies)),
+      Command.make("token").pipe(
+        Command.withDescription("issue and revoke tokens"),
+        Command.withSubcommands([tokenCreate.pipe(Command.provide(store)), tokenRevoke.pipe(Command.provide(store))])
+      )
+    ])
+  )
