@@ -47,12 +47,17 @@ const bootstrap = Command.make(
   })
 ).pipe(Command.withDescription("create (or reuse) tenant, workspace and user; issue a PAT and a Gateway Key"))
 
-const tokenCreate = Command.make(
-  "create",
-  {
+/** the flags that name a member */
+const memberFlags = {
     email: Flag.String("email").pipe(Flag.withDescription("the member's email")),
     workspace: Flag.String("workspace").pipe(Flag.withDescription("workspace name")),
     tenant: Flag.String("tenant").pipe(Flag.withDescription("tenant name, when the workspace name is not unique"), Flag.optional),
+}
+
+const tokenCreate = Command.make(
+  "create",
+  {
+    ...memberFlags,
     kind: Flag.Literals("kind", ["pat", "gateway"]).pipe(
       Flag.withDescription("pat (read API and MCP) or gateway (gateway key)")
     ),
@@ -87,9 +92,7 @@ const tokenRevoke = Command.make(
 const signInLink = Command.make(
   "signin-link",
   {
-    email: Flag.String("email").pipe(Flag.withDescription("the member's email")),
-    workspace: Flag.String("workspace").pipe(Flag.withDescription("workspace name")),
-    tenant: Flag.String("tenant").pipe(Flag.withDescription("tenant name, when the workspace name is not unique"), Flag.optional),
+    ...memberFlags,
     json
   },
   Effect.fn(function*({ email, workspace, tenant, json }) {
