@@ -32,7 +32,7 @@ import { decodedEntry, reconstruction, rejection, type StorableCapture, Unbuilda
 import { IntegrityKeys } from "../integrity/IntegrityKeys.ts"
 import { type StorableDecision, storable } from "./prepared.ts"
 import { byWorkspace, storeBatch } from "./store.ts"
-import { byPayloadBytes } from "./batchSizing.ts"
+import { byPayloadBytes, tooLargeForABatch } from "./batchSizing.ts"
 import { yieldEvery } from "./yielding.ts"
 
 /** What one batch came to. */
@@ -228,6 +228,13 @@ export const makeDecisionBuilder = Effect.gen(function*() {
       if (entry.deliveries > settings.maxDeliveries) {
         const last = failures.get(entry.id) ?? "unknown (the consumers holding it stopped or timed out before finishing)"
         yield* deadLetter(entry, `delivered ${entry.deliveries} times without being built; last failure: ${last}`)
+        deadLettered++
+        continue
+      }
+      // one batch carries at most builderBatchBytes: a larger capture would hold a transaction (and the
+      // embedded database) for as long as it takes, whatever else waits
+      if (entry.payload.length > settings.builderBatchBytes) {
+        yield* deadLetter(entry, tooLargeForABatch(entry.payload.length, settings.builderBatchBytes))
         deadLettered++
         continue
       }

@@ -48,3 +48,8 @@ export const nextBatchCount = (
   for (const entry of entries) chars += entry.payload.length
   return Math.max(1, Math.min(settings.builderBatchSize, Math.floor(settings.builderBatchBytes / (chars / entries.length))))
 }
+
+/** Why a capture is dead-lettered rather than built: more payload than one batch may carry. */
+export const tooLargeForABatch = (chars: number, budget: number) =>
+  `the capture is ${(chars / 1024 / 1024).toFixed(1)} MB, more than one batch carries ` +
+  `(LEDGER_BUILDER_BATCH_MB=${Math.round(budget / 1024 / 1024)}): it would hold a transaction for as long as it takes`

@@ -77,6 +77,11 @@ export interface LedgerSettings {
   /** largest gateway request body accepted, bytes */
   readonly gatewayMaxBodyBytes: number
   /**
+   * the most of an answer a capture keeps, bytes (LEDGER_CAPTURE_MAX_ANSWER_BYTES): the caller gets the whole answer,
+   * the capture its beginning and end, marked truncated with the full size
+   */
+  readonly captureMaxAnswerBytes: number
+  /**
    * slow clients, on both ports: how long a request's headers, and the whole request, may take to arrive, and the
    * connections a port (each gateway worker) holds at once — beyond it new connections are dropped
    */
@@ -312,6 +317,7 @@ export const settingsConfig: Config.Config<LedgerSettings> = Config.all({
   builderLingerMs: Config.Int("LEDGER_BUILDER_LINGER_MS").pipe(Config.withDefault(100)),
   reclaimIdleMs: Config.Int("LEDGER_RECLAIM_IDLE_MS").pipe(Config.withDefault(60_000)),
   gatewayMaxBodyBytes: Config.Int("LEDGER_GATEWAY_MAX_BODY_BYTES").pipe(Config.withDefault(10 * 1024 * 1024)),
+  captureMaxAnswerBytes: Config.Int("LEDGER_CAPTURE_MAX_ANSWER_BYTES").pipe(Config.withDefault(4 * 1024 * 1024)),
   httpHeadersTimeoutMs: Config.Int("LEDGER_HTTP_HEADERS_TIMEOUT_MS").pipe(Config.withDefault(10_000)),
   httpRequestTimeoutMs: Config.Int("LEDGER_HTTP_REQUEST_TIMEOUT_MS").pipe(Config.withDefault(120_000)),
   httpMaxConnections: Config.Int("LEDGER_HTTP_MAX_CONNECTIONS").pipe(Config.withDefault(4_096)),
@@ -379,6 +385,7 @@ export const settingsConfig: Config.Config<LedgerSettings> = Config.all({
     builderLingerMs: Math.max(0, c.builderLingerMs),
     reclaimIdleMs: c.reclaimIdleMs,
     gatewayMaxBodyBytes: c.gatewayMaxBodyBytes,
+    captureMaxAnswerBytes: Math.max(64 * 1024, c.captureMaxAnswerBytes),
     httpHeadersTimeoutMs: Math.max(1, c.httpHeadersTimeoutMs),
     // Node requires the request's timeout to be at least its headers'
     httpRequestTimeoutMs: Math.max(c.httpHeadersTimeoutMs, c.httpRequestTimeoutMs),

@@ -10,6 +10,11 @@
  * What is captured: every call that was sent to a provider — answers, provider errors (with the provider's status),
  * upstream failures (502/504), and calls the caller abandoned (`aborted`, with what had arrived). Surfaces without an
  * API (count_tokens) are forwarded, not captured.
+ *
+ * An answer larger than `captureMaxAnswerBytes` is relayed whole, but its capture is cut to that size and marked with
+ * the full size (domain/truncation.ts). A stream's translator stops assembling once the provider has sent a few times
+ * the limit (its events repeat the text: Responses sends deltas, done events and the final response), so neither the
+ * gateway's memory nor the capture grows with the answer.
  */
 import type * as Http from "node:http"
 import type { Dispatcher } from "undici"
@@ -17,6 +22,7 @@ import type { CapturePublisher } from "../capture/CapturePublisher.ts"
 import type { LedgerSettings } from "../config/LedgerConfig.ts"
 import { CAPTURE_VERSION, type Capture, type CaptureError } from "../domain/capture.ts"
 import type { Principal } from "../domain/principal.ts"
+import { truncatedAnswer } from "../domain/truncation.ts"
 import type { Usage } from "../domain/usage.ts"
 import type { Attribution } from "./attribution.ts"
 import { capturePayload } from "./capturePayload.ts"
@@ -85,6 +91,9 @@ const errorCode = (error: unknown): string | undefined => {
 
 const round = (ms: number) => Math.round(ms * 1000) / 1000
 
+/** how many times the capture limit a stream may send before its translator stops assembling */
+const WIRE_FACTOR = 4
+
 export class Exchange implements Dispatcher.DispatchHandler {
   private readonly deps: CallDependencies
   private readonly surface: Surface
@@ -109,6 +118,10 @@ export class Exchange implements Dispatcher.DispatchHandler {
   private upstreamHeaders: UpstreamHeaders = {}
   private translator: StreamTranslator | undefined
   private responseChunks: Array<Buffer> = []
+  /** the answer's bytes so far, as the provider sent them */
+  private answerBytes = 0
+  /** the answer passed the capture limit */
+  private truncated = false
   private aborted = false
   private captured = false
 
@@ -165,6 +178,11 @@ export class Exchange implements Dispatcher.DispatchHandler {
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     if (this.firstTokenAt === null) this.firstTokenAt = performance.now()
+    this.answerBytes += chunk.length
+    if (!this.truncated && this.answerBytes > WIRE_FACTOR * this.deps.settings.captureMaxAnswerBytes) {
+      this.truncated = true
+      this.translator?.truncate()
+    }
     if (this.translator === undefined) {
       this.responseChunks.push(chunk)
       return
@@ -185,8 +203,9 @@ export class Exchange implements Dispatcher.DispatchHandler {
       this.answered = true
       const last = this.translator.end()
       const answer = this.translator.assembled()
-      // kept before the caller has the answer's last event, so its very next turn finds it
-      if (answer.error === null && answer.text !== "") plan.answered?.(answer.text)
+      // kept before the caller has the answer's last event, so its very next turn finds it (not when cut: a
+      // continuation would build on part of it)
+      if (answer.error === null && answer.text !== "" && !this.truncated) plan.answered?.(answer.text)
       caller.endStream(last)
       return this.capture(answer.text, answer.usage, answer.error === null ? null : captureError(answer.error), 200)
     }
@@ -202,7 +221,7 @@ export class Exchange implements Dispatcher.DispatchHandler {
         return this.upstreamFailed(gatewayError(502, `provider ${plan.route.name} returned an answer that could not be read`, "bad_upstream_response", null, "api_error"))
       }
       this.answered = true
-      plan.answered?.(answer.text)
+      if (!this.truncated) plan.answered?.(answer.text)
       caller.send(200, answer.text, { "x-ledger-id": this.ledgerId })
       return this.capture(answer.captured ?? answer.text, answer.usage, null, 200)
     }
@@ -297,7 +316,7 @@ export class Exchange implements Dispatcher.DispatchHandler {
       request: this.request,
       ...(context === undefined ? {} : { context }),
       // a stream cut before its first event assembled nothing
-      response: response === "" ? null : response,
+      response: response === "" ? null : this.keptAnswer(response),
       error: error === null ? null : withoutKey(error, ctx.apiKey),
       status,
       aborted: this.aborted,
@@ -308,6 +327,14 @@ export class Exchange implements Dispatcher.DispatchHandler {
       upstream_ms: round(upstreamMs)
     }
     this.deps.publisher.offer(capturePayload(capture, this.requestBytes), capture)
+  }
+
+  /** The answer as the capture keeps it: whole, or cut to the capture limit with its full size. */
+  private keptAnswer(response: string | null): string | null {
+    const limit = this.deps.settings.captureMaxAnswerBytes
+    if (response === null || (!this.truncated && response.length <= limit / 3)) return response
+    if (!this.truncated && Buffer.byteLength(response, "utf8") <= limit) return response
+    return truncatedAnswer(response, limit, Math.max(this.answerBytes, Buffer.byteLength(response, "utf8")))
   }
 }
 

@@ -87,7 +87,7 @@ class OpenAIWireStream extends EventRelay {
   /** `complete` once the caller has [DONE] */
   protected relay(_event: string, data: string): void {
     if (data === "[DONE]") return this.done()
-    this.events.push(data)
+    this.keep(data)
     if (this.hideUsage && isUsageOnlyChunk(data)) return
     this.emit(`data: ${data}\n\n`)
   }
@@ -116,6 +116,17 @@ class OpenAIWireStream extends EventRelay {
         continue // relayed as received; nothing to assemble from it
       }
       this.assemble(chunk)
+    }
+    // the tail (past the capture limit) is assembled once: finish and usage, and no more text
+    if (this.tail !== undefined && this.tail.length > 0) {
+      this.assembly.truncated = true
+      for (const data of this.tail.splice(0)) {
+        try {
+          this.assemble(JSON.parse(data) as WireChunk)
+        } catch {
+          // relayed as received
+        }
+      }
     }
     return this.assembly.answer()
   }

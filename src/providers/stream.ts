@@ -56,6 +56,8 @@ export class CompletionAssembler {
   readonly created: number
   usage: Usage | null = null
   error: ProviderError | null = null
+  /** past the capture limit: text, reasoning, arguments and logprobs are no longer kept (finish and usage are) */
+  truncated = false
   private readonly choices: Array<ChoiceState> = []
 
   constructor(model: string) {
@@ -71,6 +73,8 @@ export class CompletionAssembler {
     logprobs?: { readonly content?: ReadonlyArray<unknown> | null } | null
   ): void {
     const choice = (this.choices[index] ??= new ChoiceState())
+    if (finish) choice.finish = finish
+    if (this.truncated) return
     if (delta) {
       if (delta.content) choice.content += delta.content
       if (delta.reasoning_content) choice.reasoning += delta.reasoning_content
@@ -78,7 +82,6 @@ export class CompletionAssembler {
       if (delta.refusal) choice.refusal = (choice.refusal ?? "") + delta.refusal
       if (delta.tool_calls) for (const call of delta.tool_calls) this.addToolCall(choice, call)
     }
-    if (finish) choice.finish = finish
     if (logprobs?.content) (choice.logprobs ??= []).push(...logprobs.content)
   }
 
@@ -164,6 +167,8 @@ export interface AnswerSink {
   readonly complete: boolean
   /** the answer so far, in the surface's format */
   answer(): StreamAnswer
+  /** the answer is larger than a capture keeps (StreamTranslator.truncate) */
+  truncate(): void
 }
 
 /** What every sink does alike: the answer assembled as it goes, its finish reason and usage kept for the end. */
@@ -182,6 +187,10 @@ export abstract class AssemblingSink {
 
   usage(usage: Usage): void {
     this.assembly.usage = usage
+  }
+
+  truncate(): void {
+    this.assembly.truncated = true
   }
 }
 
@@ -309,7 +318,8 @@ export const translatedStream = (
     get complete() {
       return sink.complete
     },
-    assembled: () => sink.answer()
+    assembled: () => sink.answer(),
+    truncate: () => sink.truncate()
   }
 }
 
@@ -323,6 +333,30 @@ export const translatedAdapter = (parts: Omit<TranslatedAdapter, "response" | "s
   stream: (ctx) => parts.streamTo(ctx, new ChunkWriter(ctx.model, ctx.includeUsage))
 })
 
+/**
+ * The `"usage":{…}` object nearest the end of an event's JSON, found without parsing the event (it may be the size of
+ * the whole answer): usage objects hold numbers and objects of numbers, so their end is where their braces balance.
+ */
+export const trailingUsage = (data: string): Record<string, unknown> | undefined => {
+  const key = "\"usage\":"
+  const at = data.lastIndexOf(key)
+  if (at === -1) return undefined
+  const start = at + key.length
+  if (data[start] !== "{") return undefined
+  let depth = 0
+  for (let i = start; i < data.length && i < start + 4096; i++) {
+    if (data[i] === "{") depth++
+    else if (data[i] === "}" && --depth === 0) {
+      try {
+        return JSON.parse(data.slice(start, i + 1)) as Record<string, unknown>
+      } catch {
+        return undefined
+      }
+    }
+  }
+  return undefined
+}
+
 /** A relayed stream's events, parsed (the ones that are not JSON skipped: they were relayed as received). */
 export function* parsedEvents<E>(events: Iterable<string>): Generator<E> {
   for (const data of events) {
@@ -334,12 +368,19 @@ export function* parsedEvents<E>(events: Iterable<string>): Generator<E> {
   }
 }
 
+/** past the capture limit, a relay keeps the last events of at most this size (the answer's end: finish, usage) */
+const TAIL_EVENTS = 8
+const TAIL_EVENT_CHARS = 64 * 1024
+
 /**
  * A stream relayed to a caller who speaks the provider's own API: each decoded event is written on as it arrives
- * (`relay` calls `emit`) and kept as text (`events`), to be parsed only when the capture asks for the answer.
+ * (`relay` calls `emit`) and kept as text (`keep`), to be parsed only when the capture asks for the answer. Past the
+ * capture limit (`truncate`) only the last few small events are kept after those already kept.
  */
 export abstract class EventRelay implements StreamTranslator {
   protected readonly events: Array<string> = []
+  /** the events kept after `truncate`, newest last */
+  protected tail: Array<string> | undefined
   private readonly input: EventDecoder
   private out = ""
   complete = false
@@ -353,6 +394,35 @@ export abstract class EventRelay implements StreamTranslator {
 
   protected emit(frames: string): void {
     this.out += frames
+  }
+
+  protected keep(...data: ReadonlyArray<string>): void {
+    if (this.tail === undefined) {
+      this.events.push(...data)
+      return
+    }
+    for (const event of data) {
+      const kept = event.length <= TAIL_EVENT_CHARS ? event : this.oversized(event)
+      if (kept !== undefined) this.tail.push(kept)
+    }
+    if (this.tail.length > TAIL_EVENTS) this.tail.splice(0, this.tail.length - TAIL_EVENTS)
+  }
+
+  /**
+   * Past the capture limit, an event too large to keep (a final event repeating the whole answer): what to keep of it
+   * instead, if anything. Nothing by default.
+   */
+  protected oversized(_data: string): string | undefined {
+    return undefined
+  }
+
+  /** every event kept, in order */
+  protected kept(): ReadonlyArray<string> {
+    return this.tail === undefined ? this.events : [...this.events, ...this.tail]
+  }
+
+  truncate(): void {
+    this.tail ??= []
   }
 
   private take(): string {

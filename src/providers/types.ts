@@ -90,6 +90,11 @@ export interface StreamTranslator {
   readonly complete: boolean
   /** the answer so far in the surface's format (also usable after an abort, for partial captures) */
   assembled(): StreamAnswer
+  /**
+   * The answer is larger than a capture keeps: from now on keep only what its end needs (finish, usage, the last few
+   * events), so its assembly stays within the limit; the caller's relay goes on unchanged.
+   */
+  truncate(): void
 }
 
 /** Response headers of the upstream, as undici gives them (lower-case names). */

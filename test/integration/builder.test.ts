@@ -334,3 +334,17 @@ describe("DecisionBuilder", () => {
     }
   )
 })
+
+layer(builderStack("postgres", { builderBatchBytes: 256 * 1024 }), { timeout: 120_000, excludeTestServices: true })("decision builder, a capture larger than a batch", (it) => {
+  it.effect("is dead-lettered with its size named; the rest of its batch is built", () =>
+    Effect.gen(function*() {
+      const identity = yield* newWorkspace()
+      const small = Array.from({ length: 3 }, (_, i) => captureJson(identity, { agent_id: "agent-big", started_at: T0 + i * MINUTE, variant: i }))
+      const large = JSON.stringify({ ...realisticCapture(identity, { agent_id: "agent-big", started_at: T0 + 5 * MINUTE }), request: "x".repeat(300 * 1024) })
+      const outcome = yield* publishAndBuild([small[0]!, large, small[1]!, small[2]!])
+      assert.deepStrictEqual(outcome, { built: 3, duplicates: 0, deadLettered: 1, released: 0 })
+      const [letter] = yield* (yield* CaptureStream).listDeadLetters({ count: 10 })
+      assert.match(letter!.reason, /^the capture is 0\.3 MB, more than one batch carries \(LEDGER_BUILDER_BATCH_MB=0\)/)
+      assert.strictEqual(letter!.payload, large)
+    }))
+})

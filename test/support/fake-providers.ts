@@ -22,6 +22,7 @@
  *   [[error:429]]     answer that HTTP status with the provider's error body
  *   [[stream-error]]  streams only: fail after the first text chunk with the provider's mid-stream error
  *   [[slow:200]]      wait that many ms before answering
+ *   [[long:256]]      answer with that many KB of text (in 1 KB words, streamed a word a chunk)
  * otherwise the answer is `Fake answer to: <the user text>`. When the last message is a tool result, the answer
  * is `Tool said: <result>` whatever the markers earlier in the conversation, so scripted tool loops end.
  * A missing provider key answers 401 (except OpenAI-compatible). Every request is recorded.

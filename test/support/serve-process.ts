@@ -30,6 +30,8 @@ export interface ServeProcess {
   readonly output: () => string
   /** the process's /metrics (API port) */
   readonly metrics: Effect.Effect<string>
+  /** Runs `ledger ARGS` with the serving process's settings; its stdout. */
+  readonly ledger: (args: ReadonlyArray<string>) => Effect.Effect<string>
   /** Sends the signal; resolves with the exit code once it has exited. */
   readonly kill: (signal: NodeJS.Signals) => Effect.Effect<number | null>
 }
@@ -55,8 +57,10 @@ export const serveDataDir = Effect.acquireRelease(
 )
 
 export const serveProcess = (options: {
-  readonly databaseUrl: string
-  readonly redisUrl: string
+  /** unset: the embedded database in the data directory */
+  readonly databaseUrl?: string
+  /** unset: the in-process capture stream */
+  readonly redisUrl?: string
   readonly env?: Record<string, string>
   /** more arguments of `ledger serve` */
   readonly args?: ReadonlyArray<string>
@@ -70,8 +74,8 @@ export const serveProcess = (options: {
     const streamKey = options.streamKey ?? `${yield* testKeyPrefix("serve")}captures`
     const dataDir = options.dataDir ?? (yield* serveDataDir)
     const env: Record<string, string> = {
-      DATABASE_URL: options.databaseUrl,
-      REDIS_URL: options.redisUrl,
+      ...(options.databaseUrl === undefined ? {} : { DATABASE_URL: options.databaseUrl }),
+      ...(options.redisUrl === undefined ? {} : { REDIS_URL: options.redisUrl }),
       LEDGER_STREAM_KEY: streamKey,
       LEDGER_DATA_DIR: dataDir,
       LEDGER_LOG_LEVEL: "info",
@@ -117,6 +121,7 @@ export const serveProcess = (options: {
           dataDir,
           output: () => output,
           metrics: Effect.promise(async () => (await fetch(`${apiUrl}/metrics`)).text()),
+          ledger: (args) => Effect.promise(() => run(args, env)),
           kill: (signal) =>
             Effect.promise(() => {
               if (child.exitCode === null && child.signalCode === null) child.kill(signal)

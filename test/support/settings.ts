@@ -39,6 +39,7 @@ export const testSettings = (overrides: Partial<LedgerSettings> = {}): LedgerSet
   builderLingerMs: 0,
   reclaimIdleMs: 60_000,
   gatewayMaxBodyBytes: 10 * 1024 * 1024,
+  captureMaxAnswerBytes: 4 * 1024 * 1024,
   httpHeadersTimeoutMs: 10_000,
   httpRequestTimeoutMs: 120_000,
   httpMaxConnections: 4_096,

@@ -7,6 +7,7 @@
  * never an exception.
  */
 import type { Capture } from "../../domain/capture.ts"
+import { truncationOf } from "../../domain/truncation.ts"
 import { parseJson } from "./text.ts"
 
 export interface ToolCall {
@@ -232,15 +233,23 @@ const readAnswer = (response: Json): ChatAnswer => {
   }
 }
 
+const megabytes = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MB`
+
 /**
  * A capture's request and response as JSON objects (the response undefined when there is none, as on errors), with a
- * note in `problems` for either that is not one.
+ * note in `problems` for either that is not one, and for an answer the gateway kept only part of.
  */
 export const readExchange = (capture: Pick<Capture, "request" | "response">, problems: Array<string>) => {
   const request = asRecord(parseJson(capture.request))
   if (request === undefined) problems.push("request is not a JSON object")
   const response = capture.response === null ? undefined : asRecord(parseJson(capture.response))
   if (capture.response !== null && response === undefined) problems.push("response is not a JSON object")
+  const truncation = truncationOf(response)
+  if (truncation !== undefined) {
+    problems.push(
+      `the answer was ${megabytes(truncation.response_bytes)}; the capture kept ${megabytes(truncation.limit_bytes)} of it (LEDGER_CAPTURE_MAX_ANSWER_BYTES)`
+    )
+  }
   return { request, response }
 }
 

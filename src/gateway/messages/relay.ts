@@ -126,18 +126,18 @@ export class MessagesRelay extends EventRelay {
       if (type === "") return
     }
     if (type === "ping") return this.emit(messagesEvent(type, data))
-    this.events.push(data)
+    this.keep(data)
     this.emit(messagesEvent(type, data))
     if (type === "message_stop" || type === "error") this.complete = true
   }
 
   fail(error: ProviderError): string {
-    this.events.push(anthropicErrorBody(error))
+    this.keep(anthropicErrorBody(error))
     return messagesEvent("error", anthropicErrorBody(error))
   }
 
   assembled(): StreamAnswer {
-    const { message, usage, error } = assemble(this.events)
+    const { message, usage, error } = assemble(this.kept())
     return { text: message === null ? "" : JSON.stringify(message), usage: fromAnthropicUsage(usage), error }
   }
 }

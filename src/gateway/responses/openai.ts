@@ -9,7 +9,7 @@ import { providerError } from "../../providers/errors.ts"
 import type { CallContext, ProviderAdapter, ProviderError, StreamAnswer } from "../../providers/index.ts"
 import { bearerAuth, openAIWireError } from "../../providers/openai.ts"
 import { SseDecoder } from "../../providers/sse.ts"
-import { EventRelay, parsedEvents } from "../../providers/stream.ts"
+import { EventRelay, parsedEvents, trailingUsage } from "../../providers/stream.ts"
 import type { ResponsesRequest } from "./request.ts"
 
 /** One server-sent event as OpenAI frames Responses events: its type named on the `event:` line too. */
@@ -20,8 +20,13 @@ const TERMINAL = new Set(["response.completed", "response.incomplete", "response
 /** An event's type, from its `event:` line or, without one, from its data. */
 const typeOf = (event: string, data: string): string => event || (/"type"\s*:\s*"([^"]+)"/.exec(data)?.[1] ?? "")
 
+/** What a relay keeps of a final event too large to keep (past the capture limit): its usage. */
+const USAGE_ONLY = "ledger.usage"
+
 interface Event {
   type?: string
+  usage?: unknown
+  delta?: string
   response?: Record<string, unknown> & { output?: Array<unknown>; error?: { code?: string; message?: string } | null }
   item?: unknown
   output_index?: number
@@ -38,11 +43,14 @@ const eventError = (event: Event): ProviderError => {
 
 /**
  * The response a stream's events describe: the terminal event carries it whole; a stream cut before it is assembled
- * from the created response and the items that were done.
+ * from the created response and the items that were done. Past the capture limit (`truncated`), the items whose done
+ * event was not kept are assembled from their text deltas, with the usage of the final event.
  */
-const assemble = (events: ReadonlyArray<string>): { response: Record<string, unknown> | null; error: ProviderError | null } => {
+const assemble = (events: ReadonlyArray<string>, truncated = false): { response: Record<string, unknown> | null; error: ProviderError | null } => {
   let created: Record<string, unknown> | null = null
   const items: Array<unknown> = []
+  const texts: Array<string> = []
+  let usage: unknown = undefined
   let error: ProviderError | null = null
   for (const event of parsedEvents<Event>(events)) {
     switch (event.type) {
@@ -51,6 +59,12 @@ const assemble = (events: ReadonlyArray<string>): { response: Record<string, unk
         break
       case "response.output_item.done":
         items[event.output_index ?? items.length] = event.item
+        break
+      case "response.output_text.delta":
+        if (truncated) texts[event.output_index ?? 0] = (texts[event.output_index ?? 0] ?? "") + (event.delta ?? "")
+        break
+      case USAGE_ONLY:
+        usage = event.usage
         break
       case "response.completed":
       case "response.incomplete":
@@ -63,7 +77,11 @@ const assemble = (events: ReadonlyArray<string>): { response: Record<string, unk
     }
   }
   if (created === null) return { response: null, error }
-  return { response: { ...created, status: "incomplete", output: items.filter((item) => item !== undefined) }, error }
+  texts.forEach((text, index) => {
+    items[index] ??= { type: "message", role: "assistant", status: "incomplete", content: [{ type: "output_text", text, annotations: [] }] }
+  })
+  const output = items.filter((item) => item !== undefined)
+  return { response: { ...created, status: "incomplete", output, ...(usage === undefined ? {} : { usage }) }, error }
 }
 
 /** Relays a Responses event stream as it arrives; the events are assembled for the capture only when it asks. */
@@ -72,10 +90,15 @@ export class ResponsesRelay extends EventRelay {
     super((onEvent) => new SseDecoder(onEvent))
   }
 
+  protected override oversized(data: string): string | undefined {
+    const usage = trailingUsage(data)
+    return usage === undefined ? undefined : JSON.stringify({ type: USAGE_ONLY, usage })
+  }
+
   protected relay(event: string, data: string): void {
     if (data === "[DONE]") return
     const type = typeOf(event, data)
-    this.events.push(data)
+    this.keep(data)
     this.emit(responsesEvent(type, data))
     if (TERMINAL.has(type)) this.complete = true
   }
@@ -84,14 +107,14 @@ export class ResponsesRelay extends EventRelay {
   fail(error: ProviderError): string {
     const body = { code: error.body.error.code ?? error.body.error.type, message: error.body.error.message }
     const errorEvent = JSON.stringify({ type: "error", error: { type: error.body.error.type, ...body, param: null } })
-    const created = assemble(this.events).response ?? {}
+    const created = assemble(this.kept(), this.tail !== undefined).response ?? {}
     const failed = JSON.stringify({ type: "response.failed", response: { ...created, status: "failed", error: body } })
-    this.events.push(errorEvent, failed)
+    this.keep(errorEvent, failed)
     return responsesEvent("error", errorEvent) + responsesEvent("response.failed", failed)
   }
 
   assembled(): StreamAnswer {
-    const { response, error } = assemble(this.events)
+    const { response, error } = assemble(this.kept(), this.tail !== undefined)
     return { text: response === null ? "" : JSON.stringify(response), usage: null, error }
   }
 }

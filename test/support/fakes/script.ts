@@ -103,6 +103,8 @@ export const script = (prompt: Prompt): Script => {
     ? `Tool said: ${prompt.toolResult.slice(0, 400)}`
     : markers.has("truncate")
     ? "This answer stops before it is"
+    : markers.has("long")
+    ? `${"x".repeat(1023)} `.repeat(number("long"))
     : `Fake answer to: ${subject || "nothing"}`
   const reasoning = markers.has("think") ? FAKE_REASONING : null
   return {
