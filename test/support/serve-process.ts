@@ -38,7 +38,7 @@ export interface ServeProcess {
 
 const run = (args: ReadonlyArray<string>, env: Record<string, string>) =>
   new Promise<string>((resolve, reject) => {
-    ChildProcess.execFile(process.execPath, [LEDGER, ...args], { cwd: ROOT, env: { ...process.env, ...env } }, (error, stdout, stderr) =>
+    ChildProcess.execFile(process.execPath, [LEDGER, ...args], { cwd: ROOT, env: { ...process.env, ...env }, maxBuffer: 256 * 1024 * 1024 }, (error, stdout, stderr) =>
       error === null ? resolve(stdout) : reject(new Error(`ledger ${args.join(" ")}: ${error.message}\n${stderr}`)))
   })
 
