@@ -88,6 +88,18 @@ export const truncatedAnswer = (text: string, limit: number, responseBytes: numb
   return byteLength(kept) <= limit ? kept : excerptOnly(text, mark)
 }
 
+/**
+ * An answer as a capture keeps it: whole when within `limit` bytes and not cut already (`receivedBytes`: the size
+ * the provider sent, given when the assembly stopped keeping it), else cut to the limit and marked.
+ */
+export const answerWithin = (answer: string, limit: number, receivedBytes?: number): string => {
+  // a UTF-16 unit is at most three UTF-8 bytes: most answers are known to fit without counting
+  if (receivedBytes === undefined && answer.length <= limit / 3) return answer
+  const bytes = byteLength(answer)
+  if (receivedBytes === undefined && bytes <= limit) return answer
+  return truncatedAnswer(answer, limit, Math.max(receivedBytes ?? 0, bytes))
+}
+
 /** The mark of a captured answer that was cut to fit, when it was. */
 export const truncationOf = (answer: unknown): Truncation | undefined => {
   if (!isObject(answer)) return undefined

@@ -22,7 +22,7 @@ import type { CapturePublisher } from "../capture/CapturePublisher.ts"
 import type { LedgerSettings } from "../config/LedgerConfig.ts"
 import { CAPTURE_VERSION, type Capture, type CaptureError } from "../domain/capture.ts"
 import type { Principal } from "../domain/principal.ts"
-import { truncatedAnswer } from "../domain/truncation.ts"
+import { answerWithin } from "../domain/truncation.ts"
 import type { Usage } from "../domain/usage.ts"
 import type { Attribution } from "./attribution.ts"
 import { capturePayload } from "./capturePayload.ts"
@@ -316,7 +316,9 @@ export class Exchange implements Dispatcher.DispatchHandler {
       request: this.request,
       ...(context === undefined ? {} : { context }),
       // a stream cut before its first event assembled nothing
-      response: response === "" ? null : this.keptAnswer(response),
+      response: response === "" || response === null
+        ? null
+        : answerWithin(response, this.deps.settings.captureMaxAnswerBytes, this.truncated ? this.answerBytes : undefined),
       error: error === null ? null : withoutKey(error, ctx.apiKey),
       status,
       aborted: this.aborted,
@@ -327,14 +329,6 @@ export class Exchange implements Dispatcher.DispatchHandler {
       upstream_ms: round(upstreamMs)
     }
     this.deps.publisher.offer(capturePayload(capture, this.requestBytes), capture)
-  }
-
-  /** The answer as the capture keeps it: whole, or cut to the capture limit with its full size. */
-  private keptAnswer(response: string | null): string | null {
-    const limit = this.deps.settings.captureMaxAnswerBytes
-    if (response === null || (!this.truncated && response.length <= limit / 3)) return response
-    if (!this.truncated && Buffer.byteLength(response, "utf8") <= limit) return response
-    return truncatedAnswer(response, limit, Math.max(this.answerBytes, Buffer.byteLength(response, "utf8")))
   }
 }
 

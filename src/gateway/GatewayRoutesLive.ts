@@ -76,7 +76,7 @@ export const GatewayRoutesLive = Layer.effect(
       routes: new Map<string, RouteHandler>([
         ...surfaces.map((surface) => [surface.route, gatewayCall(deps, surface)] as const),
         ["GET /v1/models", listModels],
-        ["POST /v1/watcher/turns", watcherTurns({ auth, publisher: deps.publisher, maxBodyBytes: settings.gatewayMaxBodyBytes, context })]
+        ["POST /v1/watcher/turns", watcherTurns({ auth, publisher: deps.publisher, maxBodyBytes: settings.gatewayMaxBodyBytes, maxAnswerBytes: settings.captureMaxAnswerBytes, context })]
       ]),
       upgrades: new Map([["/v1/responses", sockets.upgrade]])
     }

@@ -5,12 +5,14 @@
  */
 import { assert, describe, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
+import { truncationOf } from "../../src/domain/truncation.ts"
 import { ClaudeCodeTranscript } from "../../src/watcher/claudeCode.ts"
 import { type GatewayStack, gatewayStack } from "../support/gateway-stack.ts"
 import { claudeSession } from "../support/transcripts.ts"
 
 class Stack extends Context.Service<Stack, GatewayStack>()("test/WatcherRouteStack") {}
-const StackLive = Layer.effect(Stack, gatewayStack({ stream: "memory", settings: { gatewayMaxBodyBytes: 256 * 1024 } }))
+const MAX_ANSWER = 64 * 1024
+const StackLive = Layer.effect(Stack, gatewayStack({ stream: "memory", settings: { gatewayMaxBodyBytes: 256 * 1024, captureMaxAnswerBytes: MAX_ANSWER } }))
 
 const turn = () => {
   const session = claudeSession({ cwd: "/work/project", start: Date.UTC(2026, 10, 26, 9), exchanges: [{ prompt: "hello", answer: "hi there" }] })
@@ -44,6 +46,20 @@ describe("POST /v1/watcher/turns", () => {
           key_id: stack.principal.token_id, status: 200
         })
         assert.deepStrictEqual(capture.source, { kind: "watcher", client: "claude-code", client_version: "2.1.331", cwd: "/work/project", git_branch: "main" })
+      }))
+
+    it.effect("a turn's answer larger than a capture keeps is cut to the limit and marked, as through the gateway", () =>
+      Effect.gen(function*() {
+        const stack = yield* Stack
+        const good = turn()
+        const long = JSON.parse(good.response)
+        long.content = [{ type: "text", text: "y".repeat(150 * 1024) }]
+        const answer = yield* post(stack, JSON.stringify({ turns: [{ ...good, turn_id: `${good.turn_id}-long`, response: JSON.stringify(long) }] }))
+        const capture = yield* stack.capture(answer.body.turns[0].ledger_id)
+        assert.isAtMost(Buffer.byteLength(capture.response!), MAX_ANSWER)
+        const kept = JSON.parse(capture.response!)
+        assert.isAtLeast(truncationOf(kept)!.response_bytes, 150 * 1024)
+        assert.strictEqual(kept.content[0].type, "text")
       }))
 
     it.effect("refused whole, in the gateway's error shape: no Gateway Key, a PAT, not JSON, no turns, too many, too large", () =>

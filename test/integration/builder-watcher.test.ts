@@ -25,7 +25,7 @@ const watchedCaptures = (principal: Principal): Array<Capture> => {
   const session = claudeSession({ cwd: "/home/dana/payments", start: T0, exchanges: EXCHANGES })
   const reader = new ClaudeCodeTranscript()
   return [...session.lines.flatMap((line) => reader.line(line, 0)), ...reader.idle(0)].map(({ turn }) =>
-    captureOfTurn(principal, { ...turn, agent_id: "claude-code", agent_name: "Claude Code" }))
+    captureOfTurn(principal, { ...turn, agent_id: "claude-code", agent_name: "Claude Code" }, 4 * 1024 * 1024))
 }
 
 /** The same call as the gateway captured it: its own ledger id, no source. */

@@ -1,7 +1,7 @@
 /** An answer cut to the capture limit: within it, valid JSON in its own shape, marked with its full size. */
 import { assert, describe, it } from "@effect/vitest"
 import fc from "fast-check"
-import { truncatedAnswer, truncationOf } from "../../src/domain/truncation.ts"
+import { answerWithin, truncatedAnswer, truncationOf } from "../../src/domain/truncation.ts"
 
 const LIMIT = 64 * 1024
 
@@ -44,5 +44,13 @@ describe("truncatedAnswer", () => {
       }),
       { numRuns: 300 }
     )
+  })
+
+  it("answerWithin: an answer within the limit is kept as it is, unless its assembly was already cut", () => {
+    const small = completion("é".repeat(LIMIT / 2 - 200))
+    assert.strictEqual(answerWithin(small, LIMIT), small)
+    assert.strictEqual(truncationOf(JSON.parse(answerWithin(small, LIMIT, 10 * LIMIT)))?.response_bytes, 10 * LIMIT)
+    const large = completion("é".repeat(LIMIT))
+    assert.strictEqual(truncationOf(JSON.parse(answerWithin(large, LIMIT)))?.response_bytes, Buffer.byteLength(large))
   })
 })

@@ -34,6 +34,7 @@ export interface WatcherTurnsDependencies {
   readonly auth: GatewayAuth
   readonly publisher: CapturePublisher["Service"]
   readonly maxBodyBytes: number
+  readonly maxAnswerBytes: number
   readonly context: Context.Context<never>
 }
 
@@ -71,7 +72,7 @@ export const watcherTurns = (deps: WatcherTurnsDependencies): RouteHandler => {
             const error = Cause.squash(turn.cause)
             return { status: "rejected", error: firstLine(error instanceof Error ? error.message : String(error)) }
           }
-          const capture = captureOfTurn(principal, turn.value)
+          const capture = captureOfTurn(principal, turn.value, deps.maxAnswerBytes)
           deps.publisher.offer(JSON.stringify(capture), capture)
           accepted.updateUnsafe(1, deps.context)
           return { status: "accepted", ledger_id: capture.ledger_id }

@@ -5,6 +5,7 @@
 import { type Capture, CAPTURE_VERSION } from "../../domain/capture.ts"
 import type { Principal } from "../../domain/principal.ts"
 import type { TranscriptTurn } from "../../domain/transcript.ts"
+import { answerWithin } from "../../domain/truncation.ts"
 import { namedUuidv7 } from "../uuidv7.ts"
 
 /**
@@ -14,7 +15,8 @@ import { namedUuidv7 } from "../uuidv7.ts"
 export const turnLedgerId = (principal: Principal, turn: TranscriptTurn): string =>
   namedUuidv7(turn.ended_at, `${principal.tenant_id}/${principal.workspace_id}/${turn.client}/${turn.turn_id}`)
 
-export const captureOfTurn = (principal: Principal, turn: TranscriptTurn): Capture => {
+/** `maxAnswerBytes`: the most of the turn's answer the capture keeps, as for calls through the gateway. */
+export const captureOfTurn = (principal: Principal, turn: TranscriptTurn, maxAnswerBytes: number): Capture => {
   const startedAt = Math.min(turn.started_at, turn.ended_at)
   return {
     v: CAPTURE_VERSION,
@@ -33,7 +35,7 @@ export const captureOfTurn = (principal: Principal, turn: TranscriptTurn): Captu
     // both clients stream their calls
     stream: true,
     request: turn.request,
-    response: turn.response,
+    response: answerWithin(turn.response, maxAnswerBytes),
     error: null,
     status: 200,
     aborted: false,
