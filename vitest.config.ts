@@ -9,6 +9,7 @@ export default defineConfig({
     hookTimeout: 120_000,
     // integration suites each create their own database; keep parallelism within the 2-core budget
     maxWorkers: 2,
-    reporters: ["default"]
+    // the default report, then the slowest files
+    reporters: ["default", "./test/support/slowest-files.ts"]
   }
 })

@@ -7,7 +7,7 @@ import { Layer } from "effect"
 import { BuilderWorkers } from "../src/builder/BuilderWorkers.ts"
 import { ContentPolicies } from "../src/builder/ContentPolicies.ts"
 import { ChainBackfill } from "../src/integrity/ChainBackfill.ts"
-import { DecisionRetention } from "../src/integrity/Retention.ts"
+import { DecisionRetention } from "../src/integrity/DecisionRetention.ts"
 import { PlannerStatistics } from "../src/store/PlannerStatistics.ts"
 import { AnalyticsLive } from "./Analytics.ts"
 

@@ -17,7 +17,7 @@ export const GatewayLive = GatewayServer.layer.pipe(
 )
 
 /**
- * Gateway worker `index` of `count` (src/gatewayThread.ts): the same role on the shared port, with a spool of its own
+ * Gateway worker `index` of `count` (src/gatewayThreadMain.ts): the same role on the shared port, with a spool of its own
  * and the Responses chains shared with the other workers.
  */
 export const gatewayWorkerLive = (worker: { readonly index: number; readonly count: number }) =>

@@ -7,7 +7,7 @@
 import { Layer, Option } from "effect"
 import { serveApi } from "../src/api/ApiServer.ts"
 import { FirstRunLive } from "../src/ops/FirstRun.ts"
-import { Health, OpsRoutes } from "../src/ops/Health.ts"
+import { Health, OpsRoutes } from "../src/serving/Health.ts"
 import { BuilderThread } from "../src/ops/BuilderThread.ts"
 import { gatewayWorkers } from "../src/ops/GatewayWorkers.ts"
 import { PipelineMetrics } from "../src/ops/PipelineMetrics.ts"

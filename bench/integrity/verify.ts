@@ -1,5 +1,5 @@
 /**
- * Verification speed (README, "Integrity"): `ledger verify` over the 1,000,000-decision ledger of bench/reads
+ * Verification speed (docs/integrity.md): `ledger verify` over the 1,000,000-decision ledger of bench/reads
  * (realistic captures, ~1.6 KB of raw exchange each, 8 workspaces), against the cost of merely reading what it reads.
  *
  *   npx node bench/reads/seed.ts                 # once: seeds ledger_bench_reads (unchained rows, as an upgrade finds them)

@@ -30,7 +30,7 @@ import { addSessionSubjects, writeMentions } from "./materialize/subjects.ts"
 import { ModelCalls } from "./ModelCalls.ts"
 import { modelSummaries, writeModelSummaries } from "./Summaries.ts"
 import { every } from "../supervision/supervise.ts"
-import { yieldEvery } from "../builder/yielding.ts"
+import { yieldEvery } from "../supervision/yielding.ts"
 import { yieldingToIngest } from "./yieldToIngest.ts"
 import type { WorkspaceScope } from "../domain/principal.ts"
 

@@ -4,7 +4,7 @@
  * facts, falling back to the deterministic text when the model call fails.
  */
 import { Effect, Option } from "effect"
-import { collapseWhitespace, truncate } from "../builder/derive/text.ts"
+import { collapseWhitespace, truncate } from "../derive/text.ts"
 import { ScopedSql } from "../store/TenantSql.ts"
 import { ModelCalls } from "./ModelCalls.ts"
 

@@ -3,9 +3,9 @@
  * signature, hand-off fingerprints, subjects and evidence sources. The builder stored the call as exchanged and its
  * derivation; this reads both back without re-deriving anything.
  */
-import { readCall } from "../builder/derive/read.ts"
-import type { Subject } from "../builder/derive/subjects.ts"
-import { collapseWhitespace, splitFences, truncate } from "../builder/derive/text.ts"
+import { readCall } from "../derive/read.ts"
+import type { Subject } from "../derive/subjects.ts"
+import { collapseWhitespace, splitFences, truncate } from "../derive/text.ts"
 import type { Capture } from "../domain/capture.ts"
 import type { SummaryRow } from "../query/rows.ts"
 import { callSignature, fingerprints, localVector } from "./text.ts"

@@ -7,7 +7,7 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
 import { HttpRouter } from "effect/http"
 import type { IncomingMessage, ServerResponse } from "node:http"
-import { limitedHttpServer } from "../config/httpServer.ts"
+import { limitedHttpServer } from "../serving/httpServer.ts"
 import { LedgerConfig, type LedgerSettings } from "../config/LedgerConfig.ts"
 import { AccessLogLive } from "./AccessLog.ts"
 

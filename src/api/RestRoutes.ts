@@ -11,7 +11,7 @@ import { LedgerQuery } from "../query/LedgerQuery.ts"
 import { Authenticator } from "../auth/Authenticator.ts"
 import { addressOf } from "../auth/browser.ts"
 import { recordPrincipal } from "./AccessLog.ts"
-import { RateLimiter } from "./RateLimiter.ts"
+import { RateLimiter } from "../serving/RateLimiter.ts"
 import { apiError, CurrentPrincipal, LedgerApi, ParameterErrors, PatAuth } from "./RestApi.ts"
 
 const OPENAPI_PATH = "/v1/openapi.json"

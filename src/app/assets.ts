@@ -6,7 +6,7 @@
  */
 import { HttpServerResponse } from "effect/http"
 import * as Crypto from "node:crypto"
-import { STYLES } from "../mcp/ui/client.ts"
+import { STYLES } from "../views/client.ts"
 import { WEB_RUNTIME } from "./webRuntime.ts"
 
 const APP_STYLES = `

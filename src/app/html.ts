@@ -4,7 +4,7 @@
  * framing, no referrer, no caching of pages that may show secrets.
  */
 import { HttpServerResponse } from "effect/http"
-import { BRAND_MARK } from "../mcp/ui/client.ts"
+import { BRAND_MARK } from "../views/client.ts"
 import { ASSET_VERSION } from "./assets.ts"
 
 export const escape = (value: string): string =>

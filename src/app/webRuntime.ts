@@ -1,11 +1,11 @@
 /**
  * The views' second host: the app's web pages. The same renderers and drawing helpers as render_ui's MCP App
- * (src/mcp/ui), with navigation by URL instead of tools/call: a link is a real `<a href>` to the view's path
+ * (src/views), with navigation by URL instead of tools/call: a link is a real `<a href>` to the view's path
  * (./paths.ts), so pages are deep links, open in new tabs and follow the browser's history. The payload is in the
  * page itself (`<script type="application/json" id="ledger-data">`), loaded on the server under the member's scope.
  */
-import { HELPERS } from "../mcp/ui/client.ts"
-import { viewRenderers } from "../mcp/ui/resource.ts"
+import { HELPERS } from "../views/client.ts"
+import { viewRenderers } from "../views/index.ts"
 import { VIEW_PATHS } from "./paths.ts"
 
 export const WEB_RUNTIME = String.raw`(() => {

@@ -59,7 +59,7 @@ export class Authenticator extends Context.Service<Authenticator, {
   guessingWait(token: string, kind: BearerKind, address: string, now: number): number
   /** For the hot path: counts a refused token against its address. */
   refusedFrom(address: string, now: number): void
-}>()("ledger/api/Authenticator") {
+}>()("ledger/auth/Authenticator") {
   static readonly layer = Layer.effect(
     Authenticator,
     Effect.gen(function*() {

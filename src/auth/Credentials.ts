@@ -115,7 +115,7 @@ export class Credentials extends Context.Service<Credentials, {
   revokeIn(workspace: { readonly tenant_id: string; readonly workspace_id: string }, tokenId: string, owner?: string): Effect.Effect<boolean, DatabaseUnavailable>
   /** Looks a token (of any bearer kind) up by hash and records its use. */
   resolve(token: string): Effect.Effect<CredentialRecord | undefined, DatabaseUnavailable>
-}>()("ledger/store/Credentials") {
+}>()("ledger/auth/Credentials") {
   static readonly layer = Layer.effect(
     Credentials,
     Effect.gen(function*() {

@@ -181,7 +181,7 @@ export class OAuthStore extends Context.Service<OAuthStore, {
    * in time go at once.
    */
   readonly sweep: Effect.Effect<{ readonly tokens: number; readonly authorizations: number; readonly clients: number }, DatabaseUnavailable>
-}>()("ledger/mcp/OAuthStore") {
+}>()("ledger/auth/OAuthStore") {
   static readonly layer = Layer.effect(
     OAuthStore,
     Effect.gen(function*() {

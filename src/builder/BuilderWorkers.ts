@@ -15,13 +15,13 @@ import { Duration, Effect, Fiber, Layer } from "effect"
 import { CaptureShards } from "../capture/CaptureShards.ts"
 import { CaptureStream } from "../capture/CaptureStream.ts"
 import { LedgerConfig } from "../config/LedgerConfig.ts"
-import { IntegrityKeys } from "../integrity/IntegrityKeys.ts"
+import { IntegrityKeys } from "../chain/IntegrityKeys.ts"
 import { ScopedSql, TenantSql } from "../store/TenantSql.ts"
 import { every, supervise } from "../supervision/supervise.ts"
 import { ContentPolicies } from "./ContentPolicies.ts"
 import { nextBatchCount } from "./batchSizing.ts"
 import { type DecisionBuilder, makeDecisionBuilder, processConsumerName, untilStreamAnswers } from "./DecisionBuilder.ts"
-import { pruneThroughput } from "./store.ts"
+import { pruneThroughput } from "./writes.ts"
 
 /** Waiting for a blocked read; short enough that shutdown and giving up a shard are prompt. */
 const READ_BLOCK_MS = 2_000

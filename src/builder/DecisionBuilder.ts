@@ -29,11 +29,11 @@ import type { ContentPolicy } from "../domain/contentPolicy.ts"
 import type { WorkspaceScope } from "../domain/principal.ts"
 import { afterDerivation, beforeDerivation, ContentPolicies } from "./ContentPolicies.ts"
 import { decodedEntry, reconstruction, rejection, type StorableCapture, UnbuildableCapture } from "./reconstruct.ts"
-import { IntegrityKeys } from "../integrity/IntegrityKeys.ts"
+import { IntegrityKeys } from "../chain/IntegrityKeys.ts"
 import { type StorableDecision, storable } from "./prepared.ts"
-import { byWorkspace, storeBatch } from "./store.ts"
+import { byWorkspace, storeBatch } from "./writes.ts"
 import { byPayloadBytes, tooLargeForABatch } from "./batchSizing.ts"
-import { yieldEvery } from "./yielding.ts"
+import { yieldEvery } from "../supervision/yielding.ts"
 
 /** What one batch came to. */
 export interface BatchOutcome {

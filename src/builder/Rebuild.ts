@@ -12,17 +12,15 @@ import { isDeepStrictEqual } from "node:util"
 import type { LogicStep } from "../domain/decision.ts"
 import type { DatabaseUnavailable } from "../domain/errors.ts"
 import { ScopedSql, TenantSql } from "../store/TenantSql.ts"
-import { continueTrace } from "./derive/trace.ts"
-import { captureOfStored, pgJson, pgText, reconstruct, type StoredCall } from "./reconstruct.ts"
+import { continueTrace } from "../derive/trace.ts"
+import { captureOfStored, reconstruct, type StoredCall } from "./reconstruct.ts"
+import { pgJson, pgText } from "../store/pgValues.ts"
 import { floats, texts, uuids } from "../store/arrays.ts"
-import { agentLockKey, lockAgents } from "./agents.ts"
+import { agentLockKey, lockAgents } from "../store/agentRollups.ts"
 import { writeSessions } from "./sessionRows.ts"
 import type { WorkspaceScope } from "../domain/principal.ts"
+import type { Progress } from "../supervision/progress.ts"
 
-export interface RebuildProgress {
-  readonly done: number
-  readonly total: number
-}
 
 export interface RebuildResult {
   readonly workspaces: number
@@ -132,7 +130,7 @@ export class Rebuilder extends Context.Service<Rebuilder, {
   /** Re-derives every decision; `onProgress` is called after each page. */
   run(options?: {
     readonly batchSize?: number | undefined
-    readonly onProgress?: ((progress: RebuildProgress) => Effect.Effect<void>) | undefined
+    readonly onProgress?: ((progress: Progress) => Effect.Effect<void>) | undefined
   }): Effect.Effect<RebuildResult, DatabaseUnavailable>
 }>()("ledger/builder/Rebuilder") {
   static readonly layer = Layer.effect(
@@ -142,7 +140,7 @@ export class Rebuilder extends Context.Service<Rebuilder, {
 
       const run = Effect.fn("Rebuilder.run")(function*(options?: {
         readonly batchSize?: number | undefined
-        readonly onProgress?: ((progress: RebuildProgress) => Effect.Effect<void>) | undefined
+        readonly onProgress?: ((progress: Progress) => Effect.Effect<void>) | undefined
       }) {
         const batchSize = options?.batchSize ?? DEFAULT_BATCH
         const report = options?.onProgress ?? (() => Effect.void)

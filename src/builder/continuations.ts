@@ -7,9 +7,9 @@ import { Effect } from "effect"
 import type { LogicStep } from "../domain/decision.ts"
 import { ScopedSql } from "../store/TenantSql.ts"
 import { texts, uuids } from "../store/arrays.ts"
-import { continueTrace } from "./derive/trace.ts"
+import { continueTrace } from "../derive/trace.ts"
 import type { HeldReconstruction } from "./prepared.ts"
-import { pgJson } from "./reconstruct.ts"
+import { pgJson } from "../store/pgValues.ts"
 import type { PlannedCall } from "./sessions.ts"
 
 /** How a call continues another: the decision it links to, and the session it joins (the same agent's only). */

@@ -6,7 +6,8 @@
 import { captureApi } from "../domain/capture.ts"
 import type { Derivation } from "../domain/decision.ts"
 import { type ChainDraft, chainDraft } from "./chaining.ts"
-import { pgJson, type Reconstruction } from "./reconstruct.ts"
+import { type Reconstruction } from "./reconstruct.ts"
+import { pgJson } from "../store/pgValues.ts"
 
 /** What the transaction reads of a derivation: the row's columns and the rollups' figures. */
 export interface HeldDerivation {

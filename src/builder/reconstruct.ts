@@ -7,10 +7,10 @@ import { Effect, Exit, Result, Schema } from "effect"
 import { SchemaJITCompiler } from "effect/schema"
 import { Capture, captureUsage, decodeCapture } from "../domain/capture.ts"
 import type { Derivation } from "../domain/decision.ts"
-import { readCall } from "./derive/read.ts"
-import { parseJson } from "./derive/text.ts"
-import { deriveFromCall } from "./derive/derive.ts"
-import { extractSubjectsFromCall, sourceSubjects, type Subject } from "./derive/subjects.ts"
+import { readCall } from "../derive/read.ts"
+import { parseJson } from "../derive/text.ts"
+import { deriveFromCall } from "../derive/derive.ts"
+import { extractSubjectsFromCall, sourceSubjects, type Subject } from "../derive/subjects.ts"
 
 const Uuid = Schema.String.check(Schema.isUUID())
 /** agent and execution ids are keys of indexes and advisory locks: bounded, never empty */
@@ -158,28 +158,6 @@ export const callFacts = ({ capture, derivation }: {
   tokens: capture.usage?.total_tokens ?? 0,
   isError: derivation.outcome === "error"
 })
-
-// --- values for Postgres: text cannot hold NUL, and jsonb refuses the \u0000 escape
-
-const NUL = "\u0000"
-const REPLACEMENT = "\uFFFD"
-
-/** Text for a text column: NUL (which Postgres text cannot hold) becomes U+FFFD. */
-export const pgText = (text: string): string => (text.includes(NUL) ? text.replaceAll(NUL, REPLACEMENT) : text)
-
-/** A lone surrogate's escape (half of a pair): valid JSON text, but jsonb refuses it. */
-const LONE_SURROGATE = /\\ud[89ab][0-9a-f]{2}(?!\\ud[c-f])|(?<!\\ud[89ab][0-9a-f]{2})\\ud[c-f][0-9a-f]{2}/i
-
-const storable = (_key: string, value: unknown) => (typeof value === "string" ? pgText(value).toWellFormed() : value)
-
-/**
- * JSON text for a jsonb column (cast from text in SQL), with NUL and unpaired surrogates in strings replaced. Both
- * are `\u` escapes in JSON.stringify's text, and most texts have none: a search for `\u` spares them the pattern.
- */
-export const pgJson = (value: unknown): string => {
-  const json = JSON.stringify(value)
-  return json.includes("\\u") && (json.includes("\\u0000") || LONE_SURROGATE.test(json)) ? JSON.stringify(value, storable) : json
-}
 
 /** A stored decision row, as `ledger rebuild` reads it back. */
 export interface StoredCall {

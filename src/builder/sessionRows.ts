@@ -8,7 +8,8 @@ import type { WorkspaceScope } from "../domain/principal.ts"
 import { ScopedSql } from "../store/TenantSql.ts"
 import { floats, texts, times, uuids, zipped } from "../store/arrays.ts"
 import type { HeldReconstruction } from "./prepared.ts"
-import { callFacts, pgText } from "./reconstruct.ts"
+import { callFacts } from "./reconstruct.ts"
+import { pgText } from "../store/pgValues.ts"
 import { earlierFirst, type KnownSession } from "./sessions.ts"
 
 export interface LoadedSession extends KnownSession {

@@ -1,7 +1,7 @@
 /**
  * Nothing answered is lost when Redis loses what it held (docs/ARCHITECTURE.md, "The promises": no capture is lost):
  * a restart without persistence, a crash between fsyncs, a failover to a replica that was behind. The publisher keeps
- * every batch the stream took in its Retention until the builders' committed frontier (what the consumer group has
+ * every batch the stream took in its PublishedRetention until the builders' committed frontier (what the consumer group has
  * acknowledged: builders acknowledge after their transaction commits) passes it, and publishes everything kept again
  * when the stream turns out to have lost batches of its producers:
  * - a publish finds the producer's record below the batch before it (`Published.previous < seq - 1`), or
@@ -13,7 +13,7 @@
  */
 import { type Context, Effect, Metric } from "effect"
 import { type BatchId, batchIds, type CapturePayload, type CaptureStream, type Published } from "./CaptureStream.ts"
-import { Retention } from "./Retention.ts"
+import { PublishedRetention } from "./PublishedRetention.ts"
 import type { Spool } from "./Spool.ts"
 
 /** How often what is kept is checked against the stream. */
@@ -52,7 +52,7 @@ export const makeRepublisher = (
   attributes?: Metric.Metric.AttributeSet
 ): Effect.Effect<Republisher> =>
   Effect.gen(function*() {
-    const retention = Retention.open(dir, maxBytes)
+    const retention = PublishedRetention.open(dir, maxBytes)
     const entriesGauge = attributes === undefined ? retainedEntries : Metric.withAttributes(retainedEntries, attributes)
     const bytesGauge = attributes === undefined ? retainedBytes : Metric.withAttributes(retainedBytes, attributes)
     if (retention.droppedTornBytes > 0) {

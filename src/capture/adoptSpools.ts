@@ -13,7 +13,7 @@
  * the next start adopts the old one again — duplicates at worst, never a loss.
  */
 import * as Fs from "node:fs"
-import { Retention } from "./Retention.ts"
+import { PublishedRetention } from "./PublishedRetention.ts"
 import { Spool, type SpoolLimits, spoolDirs } from "./Spool.ts"
 
 /** A spool directory to take over, and the shard of the adopting worker that takes it. */
@@ -32,7 +32,7 @@ export const orphanSpoolDirs = (dataDir: string, index: number, count: number, s
 export const adoptSpool = (dir: string, into: Spool, limits: SpoolLimits): number => {
   let moved = 0
   // no size bound: everything kept there is read back (the bound applied when it was written)
-  const retention = Retention.open(dir, Number.MAX_SAFE_INTEGER)
+  const retention = PublishedRetention.open(dir, Number.MAX_SAFE_INTEGER)
   for (const { batch, payloads } of retention.takeAll()) {
     into.appendPublished(batch, payloads)
     moved += payloads.length

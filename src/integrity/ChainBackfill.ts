@@ -9,12 +9,12 @@
  */
 import { Context, Effect, Layer } from "effect"
 import type { DatabaseUnavailable } from "../domain/errors.ts"
-import { advanceChain, lockChain } from "../builder/chaining.ts"
+import { advanceChain, lockChain } from "../chain/heads.ts"
 import { texts, uuids } from "../store/arrays.ts"
 import { ScopedSql, TenantSql } from "../store/TenantSql.ts"
 import { supervise } from "../supervision/supervise.ts"
-import { RAW_HASH_SQL } from "./chain.ts"
-import { IntegrityKeys } from "./IntegrityKeys.ts"
+import { RAW_HASH_SQL } from "../chain/chain.ts"
+import { IntegrityKeys } from "../chain/IntegrityKeys.ts"
 import { type ChainRow, factsOfRow, ROW_COLUMNS } from "./rows.ts"
 import { listWorkspaces, type UnknownWorkspace } from "./workspaces.ts"
 

@@ -11,8 +11,8 @@ import type { SqlError } from "effect/sql"
 import type { DatabaseUnavailable } from "../domain/errors.ts"
 import type { WorkspaceScope } from "../domain/principal.ts"
 import { ScopedSql } from "../store/TenantSql.ts"
-import { GENESIS, sameDigest } from "./chain.ts"
-import type { IntegrityKeys } from "./IntegrityKeys.ts"
+import { GENESIS, sameDigest } from "../chain/chain.ts"
+import type { IntegrityKeys } from "../chain/IntegrityKeys.ts"
 import { type ChainRow, chainRowOf, factsOfRow, ROW_COLUMNS } from "./rows.ts"
 
 /** How many altered decisions a report names per workspace (the count is always complete). */

@@ -6,8 +6,8 @@
  */
 import { Clock, Effect, Schema } from "effect"
 import { ScopedSql, TenantSql } from "../store/TenantSql.ts"
-import { canonicalJson, GENESIS } from "./chain.ts"
-import { IntegrityKeys, verifySignature } from "./IntegrityKeys.ts"
+import { canonicalJson, GENESIS } from "../chain/chain.ts"
+import { IntegrityKeys, verifySignature } from "../chain/IntegrityKeys.ts"
 import { listWorkspaces } from "./workspaces.ts"
 
 export const CHECKPOINT_FORMAT = "ledger-checkpoint/1"

@@ -1,13 +1,10 @@
 /**
- * The integrity commands (README, "Integrity"): `ledger checkpoint`, `ledger verify` and `ledger admin content-policy`.
+ * The integrity commands (docs/integrity.md): `ledger checkpoint` and `ledger verify`.
  * Each opens the store itself (layers/Cli.ts).
  */
 import { Console, Effect, FileSystem, Option } from "effect"
 import { Command, Flag } from "effect/cli"
-import { ContentPolicies } from "../builder/ContentPolicies.ts"
-import { progressBar } from "../builder/RebuildProgress.ts"
-import { CONTENT_POLICIES } from "../domain/contentPolicy.ts"
-import { listWorkspaces } from "./workspaces.ts"
+import { progressBar } from "../supervision/progress.ts"
 import { makeCheckpoint, parseCheckpoint } from "./checkpoint.ts"
 import { renderVerification } from "./report.ts"
 import { Verifier } from "./Verifier.ts"
@@ -54,24 +51,3 @@ export const verify = Command.make(
     if (!result.ok) process.exitCode = 1
   })
 ).pipe(Command.withDescription("walk the decision chains: altered decisions by ledger_id, and gaps or a cut tail, reported apart"))
-
-export const contentPolicy = Command.make(
-  "content-policy",
-  {
-    workspace: Flag.String("workspace").pipe(Flag.withDescription("the workspace (NAME, TENANT/NAME or id)")),
-    set: Flag.Literals("set", CONTENT_POLICIES).pipe(
-      Flag.withDescription("keep the full exchange, a redacted one, or metadata only (applies to calls built from now on)"),
-      Flag.optional
-    ),
-    json
-  },
-  Effect.fn(function*({ workspace, set, json }) {
-    const policies = yield* ContentPolicies
-    const results = []
-    for (const scope of yield* listWorkspaces(workspace)) {
-      if (Option.isSome(set)) yield* policies.set(scope, set.value)
-      results.push({ tenant: scope.tenant, workspace: scope.workspace, workspace_id: scope.workspace_id, content_policy: yield* policies.get(scope) })
-    }
-    yield* Console.log(json ? JSON.stringify(results) : results.map((r) => `${r.tenant}/${r.workspace}  ${r.content_policy}`).join("\n"))
-  })
-).pipe(Command.withDescription("show or set what a workspace keeps of each call: full, redacted or metadata"))

@@ -5,7 +5,7 @@
  */
 import { Console, Effect, FileSystem, Option, Runtime, Schema, Stdio } from "effect"
 import { Command, Flag } from "effect/cli"
-import { progressBar } from "../builder/RebuildProgress.ts"
+import { progressBar } from "../supervision/progress.ts"
 import { Exporter } from "./Exporter.ts"
 
 const ISO = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-]\d{2}:\d{2})?)?$/

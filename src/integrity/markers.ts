@@ -2,7 +2,7 @@
  * The signed texts of the chain's markers: a prune marker ("pruned up to seq N, whose hash was H") and an audit event
  * (an erasure). Each is HMAC-SHA-256 under a numbered chain key, so neither can be written without the key.
  */
-import { canonicalJson } from "./chain.ts"
+import { canonicalJson } from "../chain/chain.ts"
 import type { WorkspaceScope } from "../domain/principal.ts"
 
 export const pruneMacText = (scope: WorkspaceScope, seq: number, hash: Buffer, at: number) =>

@@ -1,6 +1,6 @@
 /** A decision's row as the chain reads it: its chained facts, its links and its raw hash recomputed by Postgres. */
 import type { WorkspaceScope } from "../domain/principal.ts"
-import { type ChainFacts, RAW_HASH_SQL } from "./chain.ts"
+import { type ChainFacts, RAW_HASH_SQL } from "../chain/chain.ts"
 
 /**
  * The chained facts as a stored row holds them: timestamps as dates, and the decision's place in the chain apart (its

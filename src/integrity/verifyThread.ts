@@ -8,7 +8,7 @@ import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
 import { parentPort, workerData } from "node:worker_threads"
 import { TenantSql } from "../store/TenantSql.ts"
 import { checkRange, type RangeResult, type RangeTask } from "./chainRange.ts"
-import { IntegrityKeys } from "./IntegrityKeys.ts"
+import { IntegrityKeys } from "../chain/IntegrityKeys.ts"
 
 export interface VerifyThreadData {
   readonly databaseUrl: string

@@ -15,9 +15,9 @@ import { addressOf } from "../auth/browser.ts"
 import { LedgerConfig, type LedgerSettings } from "../config/LedgerConfig.ts"
 import { tokenKind } from "../auth/Credentials.ts"
 import { McpServer } from "./McpServer.ts"
-import { OAuthRoutes } from "./oauth/OAuthRoutes.ts"
+import { OAuthRoutes } from "../oauth/OAuthRoutes.ts"
 import { OAuthStore, OAuthSweeper } from "../auth/OAuthStore.ts"
-import { LEDGER_SCOPE, mcpUrls, protectedResourceMetadata } from "./urls.ts"
+import { LEDGER_SCOPE, mcpUrls, protectedResourceMetadata } from "../oauth/urls.ts"
 
 const LOOPBACK_HOSTNAMES = ["localhost", "127.0.0.1", "[::1]"]
 const WILDCARD_HOSTS = new Set(["0.0.0.0", "::", "[::]"])

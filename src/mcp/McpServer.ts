@@ -24,7 +24,7 @@ import { Context, Duration, Effect, Layer } from "effect"
 import type { Principal } from "../domain/principal.ts"
 import { tools } from "./tools/index.ts"
 import { callTool, toolDefinition, type ToolServices } from "./tools/Tool.ts"
-import { uiResources } from "./ui/resource.ts"
+import { uiResources } from "./appResource.ts"
 
 export const SERVER_INFO = { name: "agent-decision-ledger", title: "Agent Decision Ledger", version: "0.1.0" }
 

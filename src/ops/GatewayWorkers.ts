@@ -28,7 +28,7 @@ export const gatewayWorkers = (count: number) =>
     for (let index = 0; index < count; index++) {
       yield* runRoleThread({
         name: `gateway worker ${index}`,
-        entry: new URL("../gatewayThread.ts", import.meta.url),
+        entry: new URL("../gatewayThreadMain.ts", import.meta.url),
         data: { index, count },
         grace: SHUTDOWN_GRACE
       })

@@ -2,7 +2,7 @@
  * The pipeline's figures for operators: capture stream gauges refreshed from every shard's `CaptureStream.stats`,
  * added up, and per shard when the stream has several (`ledger_stream_shard_*{shard="<i>"}`) (the builder
  * counts what it builds itself, src/builder/metrics.ts). They are Effect metrics, so `/metrics` on both ports shows
- * them (`PrometheusMetrics.format` in src/ops/Health.ts reads the process's registry).
+ * them (`PrometheusMetrics.format` in src/serving/Health.ts reads the process's registry).
  */
 import { Context, Duration, Effect, Layer, Metric } from "effect"
 import { CaptureShards, shardStats, totalStats } from "../capture/CaptureShards.ts"

@@ -11,7 +11,7 @@
 import { Clock, Deferred, Duration, Effect, type Scope } from "effect"
 import { Worker } from "node:worker_threads"
 import { backoff } from "../supervision/supervise.ts"
-import { Health } from "./Health.ts"
+import { Health } from "../serving/Health.ts"
 
 /** 1 s, doubling, at most 30 s between restarts */
 const RESTART_BACKOFF = backoff(Duration.seconds(1), Duration.seconds(30))

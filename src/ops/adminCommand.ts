@@ -6,9 +6,10 @@ import { Clock, Console, Effect, Layer, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { AppSessions } from "../auth/AppSessions.ts"
 import { Credentials } from "../auth/Credentials.ts"
-import type { ContentPolicies } from "../builder/ContentPolicies.ts"
+import { ContentPolicies } from "../builder/ContentPolicies.ts"
 import { LedgerConfig } from "../config/LedgerConfig.ts"
-import { contentPolicy } from "../integrity/command.ts"
+import { CONTENT_POLICIES } from "../domain/contentPolicy.ts"
+import { listWorkspaces } from "../integrity/workspaces.ts"
 import type { TenantSql } from "../store/TenantSql.ts"
 
 export const LEDGER_VERSION = "0.1.0"
@@ -46,6 +47,27 @@ const bootstrap = Command.make(
     }
   })
 ).pipe(Command.withDescription("create (or reuse) tenant, workspace and user; issue a PAT and a Gateway Key"))
+
+const contentPolicy = Command.make(
+  "content-policy",
+  {
+    workspace: Flag.String("workspace").pipe(Flag.withDescription("the workspace (NAME, TENANT/NAME or id)")),
+    set: Flag.Literals("set", CONTENT_POLICIES).pipe(
+      Flag.withDescription("keep the full exchange, a redacted one, or metadata only (applies to calls built from now on)"),
+      Flag.optional
+    ),
+    json
+  },
+  Effect.fn(function*({ workspace, set, json }) {
+    const policies = yield* ContentPolicies
+    const results = []
+    for (const scope of yield* listWorkspaces(workspace)) {
+      if (Option.isSome(set)) yield* policies.set(scope, set.value)
+      results.push({ tenant: scope.tenant, workspace: scope.workspace, workspace_id: scope.workspace_id, content_policy: yield* policies.get(scope) })
+    }
+    yield* Console.log(json ? JSON.stringify(results) : results.map((r) => `${r.tenant}/${r.workspace}  ${r.content_policy}`).join("\n"))
+  })
+).pipe(Command.withDescription("show or set what a workspace keeps of each call: full, redacted or metadata"))
 
 /** the flags that name a member */
 const memberFlags = {

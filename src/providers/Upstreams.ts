@@ -17,7 +17,7 @@ const CLOSE_TIMEOUT_MS = 5_000
 export class Upstreams extends Context.Service<Upstreams, {
   /** The connection pool for an origin (`scheme://host[:port]`). */
   pool(origin: string): Pool
-}>()("ledger/gateway/Upstreams") {
+}>()("ledger/providers/Upstreams") {
   static readonly layer = Layer.effect(
     Upstreams,
     Effect.gen(function*() {

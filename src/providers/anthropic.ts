@@ -13,7 +13,7 @@ import {
   stopSequencesOf,
   systemTexts,
   type ToolChoice
-} from "./chat.ts"
+} from "./chatCompletions.ts"
 import { fallbackMessage, parseJsonBody, providerError } from "./errors.ts"
 import { SseDecoder } from "./sse.ts"
 import { type AnswerSink, CompletionAssembler, translatedAdapter, translatedStream, type TranslatedAdapter } from "./stream.ts"

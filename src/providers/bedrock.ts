@@ -13,7 +13,7 @@ import {
   stopSequencesOf,
   systemTexts,
   type ToolChoice
-} from "./chat.ts"
+} from "./chatCompletions.ts"
 import { DEFAULT_MAX_TOKENS, thinkingBudget } from "./anthropic.ts"
 import { errorTypeFor, fallbackMessage, parseJsonBody, providerError } from "./errors.ts"
 import { type AnswerSink, CompletionAssembler, type EventDecoder, translatedAdapter, translatedStream, type TranslatedAdapter } from "./stream.ts"

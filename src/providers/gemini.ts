@@ -15,7 +15,7 @@ import {
   systemTexts,
   type ToolChoice,
   toolCallId
-} from "./chat.ts"
+} from "./chatCompletions.ts"
 import { errorTypeFor, fallbackMessage, parseJsonBody, providerError, stringOrNull } from "./errors.ts"
 import { SseDecoder } from "./sse.ts"
 import { type AnswerSink, ChunkWriter, translatedAdapter, translatedStream, type TranslatedAdapter } from "./stream.ts"

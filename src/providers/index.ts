@@ -20,7 +20,7 @@ const adapters: Record<ProviderType, TranslatedAdapter> = {
 
 export const adapterFor = (type: ProviderType): TranslatedAdapter => adapters[type]
 
-export type { ChatRequest } from "./chat.ts"
+export type { ChatRequest } from "./chatCompletions.ts"
 export type * from "./types.ts"
 export type { TranslatedAdapter } from "./stream.ts"
 export { UnsupportedRequest } from "./types.ts"

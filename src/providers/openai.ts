@@ -4,7 +4,7 @@
  * the address and the credential header change.
  */
 import { fromOpenAIUsage, type OpenAIUsage } from "../domain/usage.ts"
-import { type ChatCompletion, type ChatRequest, type FinishReason, toolCallId } from "./chat.ts"
+import { type ChatCompletion, type ChatRequest, type FinishReason, toolCallId } from "./chatCompletions.ts"
 import { editedBody, modelEdit, opensObject } from "./body.ts"
 import { errorTypeFor, fallbackMessage, parseJsonBody, providerError, stringOrNull } from "./errors.ts"
 import { SseDecoder } from "./sse.ts"

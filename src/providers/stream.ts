@@ -12,7 +12,7 @@ import {
   nowSeconds,
   toOpenAIUsage,
   type ToolCall
-} from "./chat.ts"
+} from "./chatCompletions.ts"
 import { providerError } from "./errors.ts"
 import type { CallContext, ProviderAdapter, ProviderError, StreamAnswer, StreamTranslator } from "./types.ts"
 

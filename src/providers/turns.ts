@@ -3,8 +3,8 @@
  * messages become alternating user/assistant turns of provider content blocks. Each provider supplies only
  * how one block is written.
  */
-import type { ChatMessage, ToolCall } from "./chat.ts"
-import { textOf, toolNamesById } from "./chat.ts"
+import type { ChatMessage, ToolCall } from "./chatCompletions.ts"
+import { textOf, toolNamesById } from "./chatCompletions.ts"
 import { UnsupportedRequest } from "./types.ts"
 
 export interface BlockWriter<B> {

@@ -6,7 +6,7 @@
  * the gateway does the fetch, the relaying and the capture.
  */
 import type { Usage } from "../domain/usage.ts"
-import type { ChatRequest } from "./chat.ts"
+import type { ChatRequest } from "./chatCompletions.ts"
 
 export interface CallContext {
   /** model name without the routing prefix (Azure: the deployment name) */

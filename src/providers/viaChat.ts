@@ -4,7 +4,7 @@
  * or a stream written to the surface's own sink — comes back in the surface's format.
  */
 import type { Usage } from "../domain/usage.ts"
-import type { ChatCompletion, ChatRequest } from "./chat.ts"
+import type { ChatCompletion, ChatRequest } from "./chatCompletions.ts"
 import type { AnswerSink, TranslatedAdapter } from "./stream.ts"
 import type { CallContext, ProviderAdapter } from "./types.ts"
 

@@ -56,7 +56,7 @@ export class TenantSql extends Context.Service<TenantSql, {
       // redelivery probe kept a per-id sequential scan as decisions grew (50–90 ms a probe at 200k, CPU-bound).
       // Readers keep the default: their tables do not start empty under a live connection the way a new install's do.
       // (The builder's insert of decisions asks for a generic plan itself: it scans nothing, and a custom plan copies
-      // its parameters, megabytes of column arrays, into the plan: builder/store.ts.)
+      // its parameters, megabytes of column arrays, into the plan: builder/writes.ts.)
       const setScope = (role: DbRole, tenant: string, workspace: string, user: string, memberRole: string) =>
         sql`SELECT set_config('ledger.tenant_id', ${tenant}, true), set_config('ledger.workspace_id', ${workspace}, true),
                    set_config('ledger.user_id', ${user}, true), set_config('ledger.member_role', ${memberRole}, true),

@@ -3,14 +3,14 @@
  * opens at once with its first page and pages by cursor, forward and back; a decision whose raw exchange is 5 MB
  * (an agent's run of 300 tool calls) opens with its trace folded, one line per step, and the browser's main thread
  * never blocks for long (the longest task is measured with a PerformanceObserver), unfolding a step on demand. The
- * decision's trace keeps excerpts (src/builder/derive/text.ts); the raw exchange stays in the database.
+ * decision's trace keeps excerpts (src/derive/text.ts); the raw exchange stays in the database.
  */
 import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import * as Crypto from "node:crypto"
 import { AppSessions } from "../../src/auth/AppSessions.ts"
 import { cookieNames } from "../../src/auth/browser.ts"
-import { derive } from "../../src/builder/derive/derive.ts"
+import { derive } from "../../src/derive/derive.ts"
 import { ApiStack } from "../support/api-stack.ts"
 import { launchBrowser, openPage, screenshot } from "../support/browser.ts"
 import { withStack } from "../support/ledger-fixture.ts"

@@ -1,5 +1,5 @@
 /**
- * The `ledger` command as users and scripts run it (README, "Commands"): exact `--json` shapes, migrate idempotent,
+ * The `ledger` command as users and scripts run it (docs/operations.md, "Commands"): exact `--json` shapes, migrate idempotent,
  * embedded `serve` healthy on both ports with credentials.json (0600), clean exit on SIGTERM. The command line beside a
  * running embedded `serve` is a probe: test/probes/cli-beside-serve.test.ts.
  */

@@ -7,7 +7,7 @@
  */
 import { assert, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
-import { derive } from "../../src/builder/derive/derive.ts"
+import { derive } from "../../src/derive/derive.ts"
 import { truncationOf } from "../../src/domain/truncation.ts"
 import { type GatewayStack, gatewayStack } from "../support/gateway-stack.ts"
 

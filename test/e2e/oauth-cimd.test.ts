@@ -11,7 +11,7 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
 import * as Http from "node:http"
-import { DOCUMENT_FETCH_TIMEOUT_MS, DOCUMENT_MAX_BYTES } from "../../src/mcp/oauth/clientMetadataDocument.ts"
+import { DOCUMENT_FETCH_TIMEOUT_MS, DOCUMENT_MAX_BYTES } from "../../src/oauth/clientMetadataDocument.ts"
 import { ScopedSql, TenantSql } from "../../src/store/TenantSql.ts"
 import { ApiStack } from "../support/api-stack.ts"
 import { mcpAccepts, pkcePair, postForm } from "../support/mcp-client.ts"

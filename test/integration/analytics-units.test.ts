@@ -20,8 +20,8 @@ import {
   VECTOR_DIMENSIONS,
   words
 } from "../../src/analytics/text.ts"
-import { derive } from "../../src/builder/derive/derive.ts"
-import { extractSubjects } from "../../src/builder/derive/subjects.ts"
+import { derive } from "../../src/derive/derive.ts"
+import { extractSubjects } from "../../src/derive/subjects.ts"
 import * as fixtures from "../fixtures/captures/index.ts"
 
 describe("analytics text representations", () => {

@@ -5,8 +5,9 @@
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
-import { Rebuilder, type RebuildProgress } from "../../src/builder/Rebuild.ts"
-import { progressBar } from "../../src/builder/RebuildProgress.ts"
+import { Rebuilder } from "../../src/builder/Rebuild.ts"
+import type { Progress } from "../../src/supervision/progress.ts"
+import { progressBar } from "../../src/supervision/progress.ts"
 import { LedgerConfig } from "../../src/config/LedgerConfig.ts"
 import { TEMPLATE_COUNT } from "../../bench/ingest/captures.ts"
 import { builderStack, captureJson, ledgerEnv, MINUTE, newWorkspace, publishAndBuild, recount, runLedger, T0 } from "./builder-harness.ts"
@@ -62,7 +63,7 @@ describe("ledger rebuild", () => {
         yield* sql`UPDATE sessions SET total_cost_usd = 123, summary = 'stale'`
         assert.isAbove((yield* recount).length, 0)
 
-        const progress: Array<RebuildProgress> = []
+        const progress: Array<Progress> = []
         const result = yield* rebuilder.run({ batchSize: 10, onProgress: (p) => Effect.sync(() => progress.push(p)) })
         assert.deepStrictEqual(result, { workspaces: 2, decisions: built.length, changed: 11, unreadable: 0 })
         assert.deepStrictEqual(progress[0], { done: 0, total: built.length })

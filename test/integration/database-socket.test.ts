@@ -1,6 +1,6 @@
 /**
  * `DATABASE_URL` naming a PostgreSQL on the same machine by its Unix socket (`?host=<socket directory>`), as the
- * README recommends over loopback TCP: the command line migrates and reports over the socket.
+ * docs/operations.md recommends over loopback TCP: the command line migrates and reports over the socket.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { PgClient } from "@effect/sql-pg"

@@ -6,7 +6,7 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Context, Effect, Exit, Layer } from "effect"
 import * as Crypto from "node:crypto"
-import { derive } from "../../src/builder/derive/derive.ts"
+import { derive } from "../../src/derive/derive.ts"
 import type { Capture } from "../../src/domain/capture.ts"
 import type { Principal } from "../../src/domain/principal.ts"
 import { LedgerQuery } from "../../src/query/LedgerQuery.ts"

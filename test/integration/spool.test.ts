@@ -10,7 +10,7 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { type BatchId, batchIds } from "../../src/capture/CaptureStream.ts"
 import { adoptSpool, orphanSpoolDirs } from "../../src/capture/adoptSpools.ts"
-import { Retention } from "../../src/capture/Retention.ts"
+import { PublishedRetention } from "../../src/capture/PublishedRetention.ts"
 import { readSpoolStats, shardSpoolDir, Spool, type SpoolBatch, spoolDir, type SpoolLimits, workerSpoolDir } from "../../src/capture/Spool.ts"
 import { tempDir } from "../support/stack.ts"
 
@@ -209,7 +209,7 @@ describe("Spool", () => {
       // what `ledger status` reads covers every worker's spool
       assert.strictEqual(readSpoolStats(dataDir).entries, 10)
       // retention (published, not committed) of worker 3 goes too
-      const retention = Retention.open(workerSpoolDir(dataDir, 3), 1_000_000)
+      const retention = PublishedRetention.open(workerSpoolDir(dataDir, 3), 1_000_000)
       const retained = published()
       retention.add(retained, "1-0", [entry(99)])
       retention.close()

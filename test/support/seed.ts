@@ -7,9 +7,9 @@
  * ledger exactly (the builder's gap-based session planning is tested on its own).
  */
 import { Effect } from "effect"
-import { derive } from "../../src/builder/derive/derive.ts"
-import { extractSubjects, type Subject } from "../../src/builder/derive/subjects.ts"
-import { byWorkspace } from "../../src/builder/store.ts"
+import { derive } from "../../src/derive/derive.ts"
+import { extractSubjects, type Subject } from "../../src/derive/subjects.ts"
+import { byWorkspace } from "../../src/builder/writes.ts"
 import type { Capture } from "../../src/domain/capture.ts"
 import type { Derivation } from "../../src/domain/decision.ts"
 import { sessionSummary } from "../../src/domain/sessionSummary.ts"

@@ -2,7 +2,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import fc from "fast-check"
 import * as Crypto from "node:crypto"
-import { canonicalJson, type ChainFacts, chainHasher, encodeFacts, rawHash } from "../../src/integrity/chain.ts"
+import { canonicalJson, type ChainFacts, chainHasher, encodeFacts, rawHash } from "../../src/chain/chain.ts"
 
 const facts = (text: string, usage: unknown): ChainFacts => ({
   tenant_id: "00000000-0000-4000-8000-000000000001",

@@ -3,7 +3,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
-import { collapseWhitespace } from "../../src/builder/derive/text.ts"
+import { collapseWhitespace } from "../../src/derive/text.ts"
 
 /** Words and whitespace of every kind \s matches, single and in runs. */
 const spaced = fc.array(fc.constantFrom("a", "Fix it.", " ", "  ", "\t", "\n", "\r\n", "\u00a0", "\u2003", "\u3000", "\ufeff", "\u2028", "x y"), { maxLength: 30 })

@@ -5,11 +5,11 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { captureUsage } from "../../src/domain/capture.ts"
-import { derive } from "../../src/builder/derive/derive.ts"
-import { readCall } from "../../src/builder/derive/read.ts"
-import { priceCall } from "../../src/builder/derive/pricing.ts"
-import { truncate } from "../../src/builder/derive/text.ts"
-import { pgJson } from "../../src/builder/reconstruct.ts"
+import { derive } from "../../src/derive/derive.ts"
+import { readCall } from "../../src/derive/read.ts"
+import { priceCall } from "../../src/derive/pricing.ts"
+import { truncate } from "../../src/derive/text.ts"
+import { pgJson } from "../../src/store/pgValues.ts"
 import { capture } from "../fixtures/captures/index.ts"
 
 const kinds = (items: ReadonlyArray<{ readonly kind: string }>) => items.map((item) => item.kind)

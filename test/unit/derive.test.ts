@@ -3,9 +3,9 @@ import { Schema } from "effect"
 import { createHash } from "node:crypto"
 import { type Capture, captureUsage } from "../../src/domain/capture.ts"
 import { Derivation } from "../../src/domain/decision.ts"
-import { derive } from "../../src/builder/derive/derive.ts"
-import { findPrice, listPricedModels, priceCall } from "../../src/builder/derive/pricing.ts"
-import { extractSubjects } from "../../src/builder/derive/subjects.ts"
+import { derive } from "../../src/derive/derive.ts"
+import { findPrice, listPricedModels, priceCall } from "../../src/derive/pricing.ts"
+import { extractSubjects } from "../../src/derive/subjects.ts"
 import {
   anthropicCached,
   capture,

@@ -4,7 +4,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
-import { splitFences } from "../../src/builder/derive/text.ts"
+import { splitFences } from "../../src/derive/text.ts"
 
 /** Text with no fence in it: prose, code-like lines, line ends of every kind, and backticks or tildes short of three. */
 const fenceFree = fc.array(fc.constantFrom("a", "Fix it.", " ", "  ", "\t", "\n", "\r\n", "\r", "`", "``", "~", "~~", "`x`", "- item", "    code"), { maxLength: 40 })

@@ -4,7 +4,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
-import { FILE_PATH_AT, findFilePaths, NOT_FILES } from "../../src/builder/derive/text.ts"
+import { FILE_PATH_AT, findFilePaths, NOT_FILES } from "../../src/derive/text.ts"
 
 const EXTENSIONS = "ts|tsx|js|mjs|py|go|rs|c|h|cpp|md|json|yaml|yml|toml|sh|lock|log|png|svg|sql|txt|html|css|env"
 const EXTENSIONLESS = "Dockerfile|Makefile|Procfile|Gemfile|Jenkinsfile|Containerfile"

@@ -5,7 +5,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { editedBody, forwardableBytes, modelEdit, withModel } from "../../src/providers/body.ts"
-import type { ChatRequest } from "../../src/providers/chat.ts"
+import type { ChatRequest } from "../../src/providers/chatCompletions.ts"
 import { adapterFor } from "../../src/providers/index.ts"
 import type { CallContext } from "../../src/providers/types.ts"
 

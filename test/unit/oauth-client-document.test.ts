@@ -14,7 +14,7 @@ import {
   DOCUMENT_CACHE_DEFAULT_S,
   DOCUMENT_CACHE_MAX_S,
   isMetadataDocumentId
-} from "../../src/mcp/oauth/clientMetadataDocument.ts"
+} from "../../src/oauth/clientMetadataDocument.ts"
 
 describe("client ID metadata documents", () => {
   it("a client id is a document's URL when it is an http(s) URL; registered ids are not", () => {

@@ -4,7 +4,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
-import { pgJson } from "../../src/builder/reconstruct.ts"
+import { pgJson } from "../../src/store/pgValues.ts"
 
 /** Strings of the characters that matter: NUL and control characters, both halves of a pair, a backslash and `u`. */
 const tricky = fc.array(

@@ -4,7 +4,7 @@
  */
 import { EventStreamCodec } from "@smithy/eventstream-codec"
 import { describe, expect, it } from "vitest"
-import type { ChatCompletion, ChatRequest } from "../../src/providers/chat.ts"
+import type { ChatCompletion, ChatRequest } from "../../src/providers/chatCompletions.ts"
 import { adapterFor } from "../../src/providers/index.ts"
 import { SseDecoder } from "../../src/providers/sse.ts"
 import { type CallContext, UnsupportedRequest } from "../../src/providers/types.ts"

@@ -6,7 +6,7 @@
 import OpenAI from "openai"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { captureUsage, type ProviderType } from "../../src/domain/capture.ts"
-import type { ChatCompletion, ChatRequest } from "../../src/providers/chat.ts"
+import type { ChatCompletion, ChatRequest } from "../../src/providers/chatCompletions.ts"
 import { adapterFor } from "../../src/providers/index.ts"
 import type { CallContext, ProviderError, StreamAnswer, UpstreamRequest } from "../../src/providers/types.ts"
 import {

@@ -4,7 +4,7 @@
  * model). A pass evaluates only the hours and days its new decisions fall in.
  */
 import { Effect } from "effect"
-import { findPrice, type PriceMatch } from "../../builder/derive/pricing.ts"
+import { findPrice, type PriceMatch } from "../../derive/pricing.ts"
 import type { ProviderType } from "../../domain/capture.ts"
 import { ScopedSql } from "../../store/TenantSql.ts"
 import { type Finding, HOUR_MS, LINKED_DECISIONS, round, RULES, unique } from "./finding.ts"

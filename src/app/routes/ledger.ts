@@ -1,11 +1,11 @@
 /**
  * The ledger in the browser: each view's path (../paths.ts) answers with a page that carries the view's payload,
- * loaded under the signed-in member's principal through the same loader render_ui uses (src/mcp/ui/loadView.ts) —
+ * loaded under the signed-in member's principal through the same loader render_ui uses (src/views/loadView.ts) —
  * so the same query layer and the same tenant scope — and drawn by the same renderers (../webRuntime.ts).
  */
 import { type Context, Effect } from "effect"
 import type { HttpServerRequest } from "effect/http"
-import { argumentsFromText, loadView, type ViewPayload, type ViewsServices, viewsByName } from "../../mcp/ui/loadView.ts"
+import { argumentsFromText, loadView, type ViewPayload, type ViewsServices, viewsByName } from "../../views/loadView.ts"
 import { type AppContext, frameUser, messagePage, requireMember } from "../context.ts"
 import { html, page, pageResponse, raw } from "../html.ts"
 import { viewOfPath } from "../paths.ts"

@@ -11,7 +11,7 @@ import { gemini, requestBody } from "../../providers/gemini.ts"
 import { type ProviderAdapter, UnsupportedRequest } from "../../providers/index.ts"
 import type { ProviderType } from "../../domain/capture.ts"
 import { anthropicHeaders } from "./anthropic.ts"
-import { messagesToChat } from "./chat.ts"
+import { messagesToChat } from "./translated.ts"
 import type { MessagesRequest } from "./request.ts"
 
 /** Count answers are never streamed. */

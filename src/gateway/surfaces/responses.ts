@@ -9,7 +9,7 @@
 import type { ProviderType } from "../../domain/capture.ts"
 import { gatewayError } from "../GatewayServer.ts"
 import { adapterFor, type CallContext, type ProviderAdapter, type ProviderError } from "../../providers/index.ts"
-import { responsesViaChat } from "../responses/chat.ts"
+import { responsesViaChat } from "../responses/translated.ts"
 import { responsesToAzure, responsesToOpenAI } from "../responses/openai.ts"
 import { inputItems, type ResponseItem, type ResponsesRequest } from "../responses/request.ts"
 import type { ResponseChains } from "../responses/ResponseChains.ts"

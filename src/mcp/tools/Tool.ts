@@ -10,8 +10,8 @@
  * - `text` is the concise rendering that goes in `content` for clients (and models) that read text.
  */
 import type { CallToolResult, Tool as ToolDefinition } from "@modelcontextprotocol/sdk/types.js"
-import { Effect, type JsonSchema, Schema, SchemaIssue } from "effect"
-import type { BadRequest, DatabaseUnavailable, NotFound } from "../../domain/errors.ts"
+import { Effect, Schema } from "effect"
+import { describeIssues, jsonSchemaOf, type ReadError } from "../../views/arguments.ts"
 import type { Principal } from "../../domain/principal.ts"
 
 /** Every ledger tool only reads the caller's own ledger. */
@@ -21,8 +21,6 @@ export const READ_ONLY_ANNOTATIONS = {
   idempotentHint: true,
   openWorldHint: false
 } as const
-
-export type ToolError = BadRequest | NotFound | DatabaseUnavailable
 
 export interface LedgerTool<In extends Schema.Decoder<unknown>, Out extends Schema.Top, R> {
   readonly name: string
@@ -34,7 +32,7 @@ export interface LedgerTool<In extends Schema.Decoder<unknown>, Out extends Sche
   readonly output: Out
   /** protocol `_meta` of the tool (render_ui: the MCP App resource) */
   readonly meta?: Record<string, unknown> | undefined
-  readonly run: (principal: Principal, args: In["Type"]) => Effect.Effect<Out["Type"], ToolError, R>
+  readonly run: (principal: Principal, args: In["Type"]) => Effect.Effect<Out["Type"], ReadError, R>
   readonly text: (result: Out["Type"], args: In["Type"]) => string
 }
 
@@ -50,49 +48,6 @@ export const defineTool = <In extends Schema.Decoder<unknown>, Out extends Schem
 // ---------------------------------------------------------------------------------------------------------------
 // JSON Schema from Effect schemas
 
-type Json = JsonSchema.JsonSchema
-
-/** Effect's JSON codec accepts "NaN"/"Infinity" strings for numbers; the ledger never emits them. */
-const isNonFiniteNumberBranch = (schema: Json) =>
-  schema.type === "string" && Array.isArray(schema.enum) && schema.enum.includes("NaN")
-
-/**
- * Tidies the generated document for clients: drops the non-finite number branches and the `null` branch that the
- * JSON codec adds to optional properties (an omitted parameter is how a caller says "not given"), and unwraps
- * single-branch `anyOf`s.
- */
-const tidy = (schema: Json, optional = false): Json => {
-  const out: Json = { ...schema }
-  if (out.properties !== undefined) {
-    const required = new Set<string>(Array.isArray(out.required) ? out.required : [])
-    out.properties = Object.fromEntries(
-      Object.entries(out.properties as Record<string, Json>).map(([key, value]) => [key, tidy(value, !required.has(key))])
-    )
-  }
-  if (out.items !== undefined && !Array.isArray(out.items)) out.items = tidy(out.items as Json)
-  if (typeof out.additionalProperties === "object") out.additionalProperties = tidy(out.additionalProperties as Json)
-  for (const key of ["anyOf", "oneOf"] as const) {
-    const branches = out[key] as Array<Json> | undefined
-    if (branches === undefined) continue
-    const kept = branches
-      .filter((branch) => !isNonFiniteNumberBranch(branch) && !(optional && branch.type === "null"))
-      .map((branch) => tidy(branch))
-    if (kept.length === 1) {
-      delete out[key]
-      return { ...kept[0], ...out }
-    }
-    out[key] = kept
-  }
-  return out
-}
-
-/** The JSON Schema (draft 2020-12) of a schema's JSON form; `closed` refuses properties the schema does not name. */
-export const jsonSchemaOf = (schema: Schema.Top, options: { readonly closed: boolean }): Json => {
-  const document = Schema.toJsonSchemaDocument(schema, { onExcessProperty: options.closed ? "error" : "ignore" })
-  const root = tidy(document.schema)
-  return Object.keys(document.definitions).length > 0 ? { ...root, $defs: document.definitions } : root
-}
-
 /** The `tools/list` entry of a tool. */
 export const toolDefinition = (tool: AnyTool): ToolDefinition => ({
   name: tool.name,
@@ -107,15 +62,7 @@ export const toolDefinition = (tool: AnyTool): ToolDefinition => ({
 // ---------------------------------------------------------------------------------------------------------------
 // Calling
 
-const issueFormatter = SchemaIssue.makeFormatterStandardSchemaV1()
-
 const errorResult = (text: string): CallToolResult => ({ isError: true, content: [{ type: "text", text }] })
-
-/** Each problem of a decoding failure as `path: message`. */
-export const describeIssues = (error: Schema.SchemaError): Array<string> =>
-  issueFormatter(error.issue).issues.map((issue) =>
-    issue.path !== undefined && issue.path.length > 0 ? `${issue.path.map(String).join(".")}: ${issue.message}` : issue.message
-  )
 
 const describeArgumentError = (tool: AnyTool, error: Schema.SchemaError) => {
   const problems = describeIssues(error)
@@ -124,7 +71,7 @@ const describeArgumentError = (tool: AnyTool, error: Schema.SchemaError) => {
     `Accepted parameters: ${known.length > 0 ? known.join(", ") : "none"} (see the tool's inputSchema).`
 }
 
-const describeToolError = (tool: AnyTool, error: ToolError): string => {
+const describeReadError = (tool: AnyTool, error: ReadError): string => {
   switch (error._tag) {
     case "BadRequest":
       return `${tool.name}: ${error.message}${error.param ? ` (parameter ${error.param})` : ""}. Fix the argument and call again.`
@@ -138,7 +85,7 @@ const describeToolError = (tool: AnyTool, error: ToolError): string => {
 export interface ToolOutcome {
   readonly result: CallToolResult
   /** why the call was refused, for the call's log line */
-  readonly error: ToolError["_tag"] | "InvalidArguments" | "InternalError" | undefined
+  readonly error: ReadError["_tag"] | "InvalidArguments" | "InternalError" | undefined
 }
 
 /** Decodes the arguments, runs the tool under the principal, and shapes the result (errors become `isError`). */
@@ -153,8 +100,8 @@ export const callTool = <R>(tool: LedgerTool<any, any, R>, principal: Principal,
             result: { content: [{ type: "text", text: tool.text(output, decoded) }], structuredContent: output },
             error: undefined
           })),
-          Effect.catch((error: ToolError) =>
-            Effect.succeed<ToolOutcome>({ result: errorResult(describeToolError(tool, error)), error: error._tag })
+          Effect.catch((error: ReadError) =>
+            Effect.succeed<ToolOutcome>({ result: errorResult(describeReadError(tool, error)), error: error._tag })
           )
         )
     }),

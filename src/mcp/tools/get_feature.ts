@@ -1,7 +1,7 @@
 import { AnalyticsQuery } from "../../analytics/AnalyticsQuery.ts"
-import { featureLine, suggestionLine } from "../analyticsText.ts"
+import { featureLine, suggestionLine } from "../../views/analyticsText.ts"
 import { FeatureDetail, FeatureGetParams } from "../../analytics/schema.ts"
-import { plural, usd, when } from "./text.ts"
+import { plural, usd, when } from "../../views/text.ts"
 import { defineTool } from "./Tool.ts"
 
 export const getFeature = defineTool({

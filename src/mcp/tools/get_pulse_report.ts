@@ -1,5 +1,5 @@
 import { AnalyticsQuery } from "../../analytics/AnalyticsQuery.ts"
-import { pulseText } from "../analyticsText.ts"
+import { pulseText } from "../../views/analyticsText.ts"
 import { PulseParams, PulseReport } from "../../analytics/schema.ts"
 import { defineTool } from "./Tool.ts"
 

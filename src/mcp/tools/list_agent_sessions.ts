@@ -1,8 +1,8 @@
 import { Schema } from "effect"
 import { IsoDateTime, SessionOrder } from "../../query/params.ts"
 import { LedgerQuery, SessionPage } from "../../query/LedgerQuery.ts"
-import { agentIdParam, pageFields } from "./params.ts"
-import { nextPage, plural, usd, when } from "./text.ts"
+import { agentIdParam, pageFields } from "../../views/params.ts"
+import { nextPage, plural, usd, when } from "../../views/text.ts"
 import { defineTool } from "./Tool.ts"
 
 export const listAgentSessions = defineTool({

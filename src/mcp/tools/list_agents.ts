@@ -1,8 +1,8 @@
 import { Schema } from "effect"
 import { AgentOrder, IsoDateTime } from "../../query/params.ts"
 import { AgentPage, LedgerQuery } from "../../query/LedgerQuery.ts"
-import { pageFields } from "./params.ts"
-import { nextPage, plural, score, usd, when } from "./text.ts"
+import { pageFields } from "../../views/params.ts"
+import { nextPage, plural, score, usd, when } from "../../views/text.ts"
 import { defineTool } from "./Tool.ts"
 
 export const listAgents = defineTool({

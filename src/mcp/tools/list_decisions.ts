@@ -1,8 +1,8 @@
 import { Schema } from "effect"
 import { DecisionOrder } from "../../query/params.ts"
 import { DecisionFilters, DecisionPage, LedgerQuery } from "../../query/LedgerQuery.ts"
-import { pageFields } from "./params.ts"
-import { decisionList } from "./text.ts"
+import { pageFields } from "../../views/params.ts"
+import { decisionList } from "../../views/text.ts"
 import { defineTool } from "./Tool.ts"
 
 export const listDecisions = defineTool({

@@ -1,7 +1,7 @@
 import { AnalyticsQuery } from "../../analytics/AnalyticsQuery.ts"
-import { suggestionLine } from "../analyticsText.ts"
+import { suggestionLine } from "../../views/analyticsText.ts"
 import { MergeSuggestionPage, MergeSuggestionParams } from "../../analytics/schema.ts"
-import { nextPage } from "./text.ts"
+import { nextPage } from "../../views/text.ts"
 import { defineTool } from "./Tool.ts"
 
 export const listFeatureMergeSuggestions = defineTool({

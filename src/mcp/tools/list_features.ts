@@ -1,5 +1,5 @@
 import { AnalyticsQuery } from "../../analytics/AnalyticsQuery.ts"
-import { featuresText } from "../analyticsText.ts"
+import { featuresText } from "../../views/analyticsText.ts"
 import { FeatureListParams, FeaturePage } from "../../analytics/schema.ts"
 import { defineTool } from "./Tool.ts"
 

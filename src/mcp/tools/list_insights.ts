@@ -1,5 +1,5 @@
 import { AnalyticsQuery } from "../../analytics/AnalyticsQuery.ts"
-import { insightsText } from "../analyticsText.ts"
+import { insightsText } from "../../views/analyticsText.ts"
 import { InsightListParams, InsightPage } from "../../analytics/schema.ts"
 import { defineTool } from "./Tool.ts"
 

@@ -1,8 +1,8 @@
 import { Schema } from "effect"
 import { DecisionOrder } from "../../query/params.ts"
 import { DecisionPage, LedgerQuery } from "../../query/LedgerQuery.ts"
-import { pageFields, sessionIdParam } from "./params.ts"
-import { decisionList } from "./text.ts"
+import { pageFields, sessionIdParam } from "../../views/params.ts"
+import { decisionList } from "../../views/text.ts"
 import { defineTool } from "./Tool.ts"
 
 export const listSessionDecisions = defineTool({

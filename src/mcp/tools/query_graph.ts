@@ -1,5 +1,5 @@
 import { AnalyticsQuery } from "../../analytics/AnalyticsQuery.ts"
-import { graphText } from "../analyticsText.ts"
+import { graphText } from "../../views/analyticsText.ts"
 import { GraphParams, GraphResult } from "../../analytics/schema.ts"
 import { defineTool } from "./Tool.ts"
 

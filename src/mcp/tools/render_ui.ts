@@ -8,10 +8,11 @@
  */
 import { RESOURCE_URI_META_KEY } from "@modelcontextprotocol/ext-apps/server"
 import { Schema } from "effect"
-import { loadView, viewsByName } from "../ui/loadView.ts"
-import { UI_RESOURCE_URI } from "../ui/resource.ts"
-import { views } from "../ui/views/index.ts"
-import { defineTool, jsonSchemaOf } from "./Tool.ts"
+import { loadView, viewsByName } from "../../views/loadView.ts"
+import { UI_RESOURCE_URI } from "../appResource.ts"
+import { views } from "../../views/index.ts"
+import { defineTool } from "./Tool.ts"
+import { jsonSchemaOf } from "../../views/arguments.ts"
 
 type Json = Record<string, unknown>
 

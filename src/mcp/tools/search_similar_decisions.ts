@@ -1,5 +1,5 @@
 import { AnalyticsQuery } from "../../analytics/AnalyticsQuery.ts"
-import { similarText } from "../analyticsText.ts"
+import { similarText } from "../../views/analyticsText.ts"
 import { SimilarParams, SimilarResult } from "../../analytics/schema.ts"
 import { defineTool } from "./Tool.ts"
 

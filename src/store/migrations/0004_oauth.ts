@@ -1,7 +1,7 @@
 import { run } from "./sql.ts"
 
 /**
- * MCP OAuth 2.1 authorization server (src/mcp/oauth): registered clients, authorizations (sign-in ticket, then the
+ * MCP OAuth 2.1 authorization server (src/oauth): registered clients, authorizations (sign-in ticket, then the
  * authorization code) and issued tokens. Control plane like `credentials`: only hashes of secrets are stored, and only
  * the control role reads them (tokens are resolved before any tenant is known).
  */
