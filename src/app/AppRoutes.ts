@@ -1,5 +1,5 @@
 /**
- * The app on the API port (README, "The app"): sign-up and sign-in, the ledger's views as pages, Admin → API Keys,
+ * The app on the API port (docs/mcp-and-app.md, "The app"): sign-up and sign-in, the ledger's views as pages, Admin → API Keys,
  * Members and Pipeline, and the assets they load. Handlers live in ./routes (account, ledger, admin); pages in
  * ./pages; what protects a browser (cookies, CSRF, origin)  in ../auth/browser.ts.
  *

@@ -1,5 +1,5 @@
 /**
- * All settings of the service, read once through Effect `Config` (README, "Configuration").
+ * All settings of the service, read once through Effect `Config` (docs/configuration.md).
  * Nothing else in the code reads the environment.
  */
 import { Config, Context, Effect, Layer, Option, Redacted } from "effect"

@@ -1,5 +1,5 @@
 /**
- * What a workspace keeps of each call (README, "Integrity"; OWASP AISVS C13.1.2 asks that audit logs can hold no
+ * What a workspace keeps of each call (docs/integrity.md; OWASP AISVS C13.1.2 asks that audit logs can hold no
  * prompt or response content):
  * - `full` (the default): the raw exchange as captured, credentials removed — what `ledger rebuild` re-derives from;
  * - `redacted`: secrets and common personal data masked in the exchange before anything is derived or stored;

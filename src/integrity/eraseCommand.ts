@@ -1,5 +1,5 @@
 /**
- * `ledger erase` (README, "Integrity"): a deletion request — the decisions of an agent, of a user or created before a
+ * `ledger erase` (docs/integrity.md): a deletion request — the decisions of an agent, of a user or created before a
  * date keep their place in the chain and lose their content, under a signed audit event per workspace (Eraser.ts).
  * It opens the store itself (layers/Cli.ts).
  */

@@ -1,5 +1,5 @@
 /**
- * `ledger export` (README, "Integrity"): the decisions with their chain fields as JSON lines, to a file or stdout, for
+ * `ledger export` (docs/integrity.md): the decisions with their chain fields as JSON lines, to a file or stdout, for
  * auditors (Exporter.ts). Progress and the summary go to stderr, since stdout may be the export. It opens the store
  * itself (layers/Cli.ts).
  */

@@ -1,5 +1,5 @@
 /**
- * The MCP surface on the API port (docs/ARCHITECTURE.md, "Surfaces"; README, "Configuration"):
+ * The MCP surface on the API port (docs/ARCHITECTURE.md, "Surfaces"; docs/configuration.md):
  *
  *   POST /mcp                                          streamable HTTP (stateless; GET/DELETE answer 405)
  *   GET  /.well-known/oauth-protected-resource/mcp     RFC 9728 metadata (and the root variant)

@@ -34,7 +34,7 @@ export const FirstRunLive = Layer.effectDiscard(Effect.gen(function*() {
     email: DEFAULT_EMAIL,
     role: "member"
   })
-  // the bootstrapped admin has no password yet: a one-time link signs them in to the app (README, "The app")
+  // the bootstrapped admin has no password yet: a one-time link signs them in to the app (docs/mcp-and-app.md, "The app")
   const signInToken = yield* AppSessions.use((sessions) => sessions.createSignInLink(created))
   yield* Effect.sync(() => {
     Fs.mkdirSync(config.dataDir, { recursive: true })

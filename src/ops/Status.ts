@@ -1,5 +1,5 @@
 /**
- * `ledger status` (docs/ARCHITECTURE.md, "Surfaces"; README, "Commands"): the pipeline's figures for an operator,
+ * `ledger status` (docs/ARCHITECTURE.md, "Surfaces"; docs/operations.md): the pipeline's figures for an operator,
  * from wherever they live.
  *
  * - Stream length, group lag, pending, oldest pending age, how far behind ingest runs, dead letters: from Redis when REDIS_URL is set. Without

@@ -1,5 +1,5 @@
 /**
- * `ledger watch` (README, "Commands"), on its own so that the watcher — a long-running process on a person's
+ * `ledger watch` (docs/clients.md, "The watcher"), on its own so that the watcher — a long-running process on a person's
  * machine — loads only what it needs: bin/ledger.js runs src/watchMain.ts for it, which is half the memory and a
  * second less to start than the whole command line (bench/RESULTS.md, "Watcher").
  */

@@ -5,7 +5,7 @@ import { run } from "./sql.ts"
  * and response are in that format), the provider's id of its answer (`resp_…`, `msg_…`, `chatcmpl-…`), the
  * `previous_response_id` it continues and the decision that is (found by that id when both are built, whichever
  * first). Existing decisions are chat completions. The indexes are built as the migration runs, holding writes to
- * `decisions` meanwhile (see README, Upgrading).
+ * `decisions` meanwhile (see CHANGELOG.md).
  */
 export const agentApis = run([
   `ALTER TABLE decisions ADD COLUMN api text NOT NULL DEFAULT 'chat'`,

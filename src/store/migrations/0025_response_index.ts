@@ -10,7 +10,7 @@ import { run } from "./sql.ts"
  * still takes the index.
  *
  * The index is built again on every partition as the migration runs, holding writes to `decisions` meanwhile (see
- * README, Upgrading).
+ * CHANGELOG.md).
  */
 export const responseIndex = run([
   `DROP INDEX decisions_response`,

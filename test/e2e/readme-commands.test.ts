@@ -139,7 +139,6 @@ const runDocument = (file: string, cwd: string, startEnv: Record<string, string>
           tail(result.stderr)
         }\n--- ledger serve ---\n${tail(serve.output(), 3_000)}`
       )
-      Fs.appendFileSync("/tmp/rd/blocks.log", `=== ${block.file}:${block.line}\n${result.stdout.slice(0, 1500)}\n--- stderr\n${result.stderr.slice(0, 1500)}\n`)
       const { DOC_COMMANDS_STATE: _, ...next } = readEnv(stateFile)
       env = next
     }
