@@ -15,7 +15,7 @@
  * the work through a transaction-scoped advisory lock. ANALYZE reads a sample (30,000 rows at the default target),
  * so a large table costs the same as a middling one.
  */
-import { Context, Duration, Effect, Layer, Metric } from "effect"
+import { Clock, Context, Duration, Effect, Layer, Metric } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import { every } from "../supervision/supervise.ts"
 
@@ -55,14 +55,16 @@ export class PlannerStatistics extends Context.Service<PlannerStatistics, {
         const [lock] = yield* sql<{ locked: boolean }>`SELECT pg_try_advisory_xact_lock(${ANALYZE_LOCK}) AS locked`
         if (lock?.locked !== true) return []
         // a table without statistics from rows (never analysed, or analysed empty) gets them at once; one that has
-        // them, once it changed past the threshold and REANALYZE_AFTER passed since its last ANALYZE
+        // them, once it changed past the threshold and REANALYZE_AFTER passed since its last ANALYZE (by the
+        // service's clock, so a test can move it)
+        const analysedBefore = new Date((yield* Clock.currentTimeMillis) - Duration.toMillis(REANALYZE_AFTER))
         const stale = yield* sql<{ table_name: string }>`
           SELECT s.relname AS table_name
           FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid
           WHERE s.schemaname = current_schema()
             AND s.n_mod_since_analyze > ${ANALYZE_THRESHOLD} + ${ANALYZE_SCALE} * greatest(c.reltuples, 0)
             AND (c.reltuples <= 0 OR greatest(s.last_analyze, s.last_autoanalyze) IS NULL
-              OR greatest(s.last_analyze, s.last_autoanalyze) <= now() - make_interval(secs => ${Duration.toSeconds(REANALYZE_AFTER)}))
+              OR greatest(s.last_analyze, s.last_autoanalyze) <= ${analysedBefore})
           ORDER BY s.relname`
         for (const { table_name } of stale) yield* sql`ANALYZE ${sql(table_name)}`
         return stale.map((row) => row.table_name)
