@@ -12,6 +12,7 @@ import { Eraser } from "../src/integrity/Eraser.ts"
 import { Exporter } from "../src/integrity/Exporter.ts"
 import { Verifier } from "../src/integrity/Verifier.ts"
 import { PipelineStatus } from "../src/ops/Status.ts"
+import { InvalidSetting } from "../src/domain/errors.ts"
 import { DatabaseLive, PgLive } from "../src/store/Database.ts"
 import { TenantSql } from "../src/store/TenantSql.ts"
 import { PlatformLive } from "./Platform.ts"
@@ -38,9 +39,9 @@ export const StatusLive = Layer.unwrap(LedgerConfig.useSync((config) =>
 export const DlqLive = Layer.unwrap(Effect.gen(function*() {
   const config = yield* LedgerConfig
   if (Option.isNone(config.redisUrl)) {
-    return yield* Effect.fail(
-      new Error("dlq needs REDIS_URL: without it the capture stream is in-process and its dead letters exist only inside the serving process")
-    )
+    return yield* new InvalidSetting({
+      message: "dlq needs REDIS_URL: without it the capture stream is in-process and its dead letters exist only inside the serving process"
+    })
   }
   return CaptureShards.redis
 })).pipe(Layer.provideMerge(PlatformLive))

@@ -19,6 +19,7 @@ import { exportDecisions } from "./integrity/exportCommand.ts"
 import { adminCommand, LEDGER_VERSION } from "./ops/adminCommand.ts"
 import { forwardToServe } from "./ops/ServeControl.ts"
 import { watch } from "./watcher/command.ts"
+import { BadRequest } from "./domain/errors.ts"
 
 const json = Flag.Boolean("json").pipe(Flag.withDescription("print machine-readable JSON"), Flag.withDefault(false))
 
@@ -38,12 +39,16 @@ const serve = Command.make(
     const picked = new Set(roles.split(",").map((role) => role.trim()).filter((role) => role.length > 0))
     const unknown = [...picked].filter((role) => !(ROLES as ReadonlyArray<string>).includes(role))
     if (unknown.length > 0 || picked.size === 0) {
-      return yield* Effect.fail(new Error(`--roles: unknown role(s) ${unknown.join(", ")}; expected ${ROLES.join(", ")}`))
+      return yield* new BadRequest({ message: `--roles: unknown role(s) ${unknown.join(", ")}; expected ${ROLES.join(", ")}`, param: "--roles" })
     }
     // runs until interrupted (SIGINT/SIGTERM): servers stop accepting, in-flight requests finish, fibers stop
     const workers = yield* Option.match(gatewayWorkers, {
       onNone: () => Effect.succeed(undefined),
-      onSome: (count) => Effect.try({ try: () => checkedGatewayWorkers(count, "--gateway-workers"), catch: (error) => error as Error })
+      onSome: (count) =>
+        Effect.try({
+          try: () => checkedGatewayWorkers(count, "--gateway-workers"),
+          catch: (error) => new BadRequest({ message: (error as Error).message, param: "--gateway-workers" })
+        })
     })
     return yield* Layer.launch(serveLayer(picked as ReadonlySet<Role>, { gatewayWorkers: workers }))
   })

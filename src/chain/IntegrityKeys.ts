@@ -14,6 +14,7 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { LedgerConfig } from "../config/LedgerConfig.ts"
 import { type ChainHasher, chainHasher } from "./chain.ts"
+import { InvalidSetting } from "../domain/errors.ts"
 
 export interface ChainKey {
   readonly id: number
@@ -147,9 +148,9 @@ export class IntegrityKeys extends Context.Service<IntegrityKeys, {
           Option.isSome(config.integrityKey)
             ? parseKeyList(Redacted.value(config.integrityKey.value), "LEDGER_INTEGRITY_KEY")
             : loadKeyFile(config.dataDir),
-        catch: (error) => new Error(`integrity key: ${error instanceof Error ? error.message : String(error)}`)
+        catch: (error) => new InvalidSetting({ message: `integrity key: ${error instanceof Error ? error.message : String(error)}` })
       })
-      if (secrets.length === 0) return yield* Effect.fail(new Error("LEDGER_INTEGRITY_KEY names no key"))
+      if (secrets.length === 0) return yield* new InvalidSetting({ message: "LEDGER_INTEGRITY_KEY names no key" })
       return IntegrityKeys.fromSecrets(secrets)
     })
   )

@@ -2,9 +2,15 @@
  * All settings of the service, read once through Effect `Config` (docs/configuration.md).
  * Nothing else in the code reads the environment.
  */
-import { Config, Context, Effect, Layer, Option, Redacted } from "effect"
+import { Config, ConfigProvider, Context, Effect, Layer, Option, Redacted } from "effect"
 import * as Path from "node:path"
 import type { Intent } from "../domain/decision.ts"
+
+/**
+ * A setting that cannot be used, found while the settings are assembled; `settingsConfig` turns it into the
+ * `ConfigError` the service fails to start with (one line naming the variable).
+ */
+class SettingProblem extends Error {}
 
 export interface Upstream {
   readonly name: string
@@ -210,7 +216,7 @@ const parseMinutesSaved = (raw: string): Readonly<Record<Intent, number>> => {
     const [intent, value] = part.split("=").map((item) => item.trim())
     const parsed = Number(value)
     if (intent === undefined || !(intent in DEFAULT_MINUTES_SAVED) || !Number.isFinite(parsed) || parsed < 0) {
-      throw new Error(`LEDGER_ROI_MINUTES_SAVED: expected intent=minutes with a known intent, got "${part}"`)
+      throw new SettingProblem(`LEDGER_ROI_MINUTES_SAVED: expected intent=minutes with a known intent, got "${part}"`)
     }
     minutes[intent] = parsed
   }
@@ -220,7 +226,7 @@ const parseMinutesSaved = (raw: string): Readonly<Record<Intent, number>> => {
 const parseUpstreams = (raw: string): ReadonlyArray<Upstream> =>
   raw.split(",").map((part) => part.trim()).filter((part) => part.length > 0).map((part) => {
     const eq = part.indexOf("=")
-    if (eq <= 0) throw new Error(`LEDGER_UPSTREAMS: expected name=url, got "${part}"`)
+    if (eq <= 0) throw new SettingProblem(`LEDGER_UPSTREAMS: expected name=url, got "${part}"`)
     return { name: part.slice(0, eq).trim(), baseUrl: part.slice(eq + 1).trim().replace(/\/+$/, "") }
   })
 
@@ -236,7 +242,7 @@ export const MAX_GATEWAY_WORKERS = 64
 /** A number of gateway workers, or the reason it is not one (`source` names the setting). */
 export const checkedGatewayWorkers = (workers: number, source: string): number => {
   if (!Number.isInteger(workers) || workers < 1 || workers > MAX_GATEWAY_WORKERS) {
-    throw new Error(`${source} must be a whole number from 1 to ${MAX_GATEWAY_WORKERS}, not ${workers}`)
+    throw new SettingProblem(`${source} must be a whole number from 1 to ${MAX_GATEWAY_WORKERS}, not ${workers}`)
   }
   return workers
 }
@@ -245,7 +251,7 @@ export const MAX_CAPTURE_SHARDS = 64
 
 const checkedCaptureShards = (shards: number): number => {
   if (!Number.isInteger(shards) || shards < 1 || shards > MAX_CAPTURE_SHARDS) {
-    throw new Error(`LEDGER_CAPTURE_SHARDS must be a whole number from 1 to ${MAX_CAPTURE_SHARDS}, not ${shards}`)
+    throw new SettingProblem(`LEDGER_CAPTURE_SHARDS must be a whole number from 1 to ${MAX_CAPTURE_SHARDS}, not ${shards}`)
   }
   return shards
 }
@@ -260,19 +266,19 @@ const parseOidc = (
 ): Option.Option<OidcSettings> => {
   if (Option.isNone(issuer)) {
     if (Option.isSome(clientId) || Option.isSome(clientSecret) || allowedDomains !== "") {
-      throw new Error("LEDGER_OIDC_CLIENT_ID, LEDGER_OIDC_CLIENT_SECRET and LEDGER_OIDC_ALLOWED_DOMAINS need LEDGER_OIDC_ISSUER")
+      throw new SettingProblem("LEDGER_OIDC_CLIENT_ID, LEDGER_OIDC_CLIENT_SECRET and LEDGER_OIDC_ALLOWED_DOMAINS need LEDGER_OIDC_ISSUER")
     }
     return Option.none()
   }
-  if (Option.isNone(clientId)) throw new Error("LEDGER_OIDC_CLIENT_ID is required when LEDGER_OIDC_ISSUER is set")
+  if (Option.isNone(clientId)) throw new SettingProblem("LEDGER_OIDC_CLIENT_ID is required when LEDGER_OIDC_ISSUER is set")
   let url: URL
   try {
     url = new URL(issuer.value)
   } catch {
-    throw new Error(`LEDGER_OIDC_ISSUER is not a URL: "${issuer.value}"`)
+    throw new SettingProblem(`LEDGER_OIDC_ISSUER is not a URL: "${issuer.value}"`)
   }
   if (url.protocol !== "https:" && !(url.protocol === "http:" && LOOPBACK_HOSTS.has(url.hostname))) {
-    throw new Error("LEDGER_OIDC_ISSUER must use https (plain http only on loopback)")
+    throw new SettingProblem("LEDGER_OIDC_ISSUER must use https (plain http only on loopback)")
   }
   return Option.some({
     // as written: discovery checks it against the issuer the provider names itself, and ID tokens against that
@@ -283,7 +289,7 @@ const parseOidc = (
   })
 }
 
-export const settingsConfig: Config.Config<LedgerSettings> = Config.all({
+const rawSettings = Config.all({
   host: Config.String("LEDGER_HOST").pipe(Config.withDefault("127.0.0.1")),
   apiPort: Config.Port("LEDGER_API_PORT").pipe(Config.withDefault(8080)),
   gatewayPort: Config.Port("LEDGER_GATEWAY_PORT").pipe(Config.withDefault(4000)),
@@ -346,8 +352,12 @@ export const settingsConfig: Config.Config<LedgerSettings> = Config.all({
   analyticsApiKey: Config.option(Config.Redacted("LEDGER_ANALYTICS_API_KEY")),
   roiHourlyRateUsd: Config.Number("LEDGER_ROI_HOURLY_RATE_USD").pipe(Config.withDefault(defaultAnalyticsSettings.roiHourlyRateUsd)),
   roiMinutesSaved: Config.String("LEDGER_ROI_MINUTES_SAVED").pipe(Config.withDefault(""))
-}).pipe(
-  Config.map((c): LedgerSettings => ({
+})
+
+/** The settings as the variables give them, before they are checked and combined. */
+type RawSettings = Config.Success<typeof rawSettings>
+
+const settingsOf = (c: RawSettings): LedgerSettings => ({
     host: c.host,
     apiPort: c.apiPort,
     gatewayPort: c.gatewayPort,
@@ -404,7 +414,7 @@ export const settingsConfig: Config.Config<LedgerSettings> = Config.all({
     signup: c.signup,
     integrityKey: c.integrityKey,
     retentionDays: Option.map(c.retentionDays, (days) => {
-      if (!(days > 0)) throw new Error(`LEDGER_RETENTION_DAYS must be a positive number of days, not ${days}`)
+      if (!(days > 0)) throw new SettingProblem(`LEDGER_RETENTION_DAYS must be a positive number of days, not ${days}`)
       return days
     }),
     analytics: {
@@ -417,7 +427,16 @@ export const settingsConfig: Config.Config<LedgerSettings> = Config.all({
       roiHourlyRateUsd: c.roiHourlyRateUsd,
       roiMinutesSaved: parseMinutesSaved(c.roiMinutesSaved)
     }
-  }))
+  })
+
+/** Every setting, checked: a variable that cannot be used fails with a ConfigError naming it. */
+export const settingsConfig: Config.Config<LedgerSettings> = rawSettings.pipe(
+  Config.mapEffect((raw) =>
+    Effect.try({
+      try: () => settingsOf(raw),
+      catch: (problem) => new Config.ConfigError(new ConfigProvider.SourceError({ message: (problem as Error).message }))
+    })
+  )
 )
 
 export class LedgerConfig extends Context.Service<LedgerConfig, LedgerSettings>()("ledger/config/LedgerConfig") {

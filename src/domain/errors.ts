@@ -21,6 +21,16 @@ export class BadRequest extends Schema.TaggedError<BadRequest>()("BadRequest", {
   param: Schema.optional(Schema.String)
 }) {}
 
+/** A setting (an environment variable, a key file) the service cannot run with; the message names it. */
+export class InvalidSetting extends Schema.TaggedError<InvalidSetting>()("InvalidSetting", {
+  message: Schema.String
+}) {}
+
+/** A role thread (the builder's, a gateway worker) that exited; its supervisor starts it again. */
+export class ThreadExited extends Schema.TaggedError<ThreadExited>()("ThreadExited", {
+  message: Schema.String
+}) {}
+
 /** Too many refused credentials from the caller's address: refused before any lookup, for `retryAfter` seconds. */
 export class TooManyAttempts extends Schema.TaggedError<TooManyAttempts>()("TooManyAttempts", {
   message: Schema.String,

@@ -22,6 +22,7 @@ import type { Surface } from "./surfaces/surface.ts"
 import { Upstreams } from "../providers/Upstreams.ts"
 import { uuidv7 } from "./uuidv7.ts"
 import { watcherTurns } from "./watcher/WatcherTurns.ts"
+import { InvalidSetting } from "../domain/errors.ts"
 
 /** `GET /v1/models`: the priced models in the OpenAI list shape, with their prices (USD per 1M tokens). */
 const modelsBody = (): string => {
@@ -38,7 +39,7 @@ export const GatewayRoutesLive = Layer.effect(
     const settings = yield* LedgerConfig
     const providers = yield* Effect.try({
       try: () => providerRoutes(settings),
-      catch: (cause) => new Error(`provider configuration: ${String(cause)}`)
+      catch: (cause) => new InvalidSetting({ message: `provider configuration: ${String(cause)}` })
     }).pipe(Effect.orDie)
     if (providers.ignored.length > 0) {
       yield* Effect.logWarning("LEDGER_UPSTREAMS entries ignored", { ignored: providers.ignored })

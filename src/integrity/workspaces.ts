@@ -1,5 +1,5 @@
 /** The workspaces the integrity commands walk, by name, `TENANT/NAME` or id (read as the control role). */
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import { ScopedSql, TenantSql } from "../store/TenantSql.ts"
 
 export interface NamedWorkspace {
@@ -9,7 +9,10 @@ export interface NamedWorkspace {
   readonly workspace: string
 }
 
-export class UnknownWorkspace extends Error {}
+/** A workspace filter (NAME, TENANT/NAME or id) that names none. */
+export class UnknownWorkspace extends Schema.TaggedError<UnknownWorkspace>()("UnknownWorkspace", {
+  message: Schema.String
+}) {}
 
 /** Every workspace, or those `filter` names; a filter that names none fails. */
 export const listWorkspaces = (filter?: string) =>
@@ -22,7 +25,7 @@ export const listWorkspaces = (filter?: string) =>
     if (filter === undefined) return all
     const picked = all.filter((w) => w.workspace_id === filter || w.workspace === filter || `${w.tenant}/${w.workspace}` === filter)
     if (picked.length === 0) {
-      return yield* Effect.fail(new UnknownWorkspace(`no workspace named "${filter}" (give NAME, TENANT/NAME or the workspace id)`))
+      return yield* Effect.fail(new UnknownWorkspace({ message: `no workspace named "${filter}" (give NAME, TENANT/NAME or the workspace id)` }))
     }
     return picked
   })

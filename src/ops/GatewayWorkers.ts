@@ -11,6 +11,7 @@
 import { Duration, Effect, Layer, Option } from "effect"
 import { LedgerConfig } from "../config/LedgerConfig.ts"
 import { runRoleThread } from "./RoleThread.ts"
+import { InvalidSetting } from "../domain/errors.ts"
 
 /** A worker's calls may take the gateway's own 30 s grace, then its publisher 10 s to drain. */
 const SHUTDOWN_GRACE = Duration.seconds(45)
@@ -19,11 +20,9 @@ export const gatewayWorkers = (count: number) =>
   Layer.effectDiscard(Effect.gen(function*() {
     const config = yield* LedgerConfig
     if (Option.isNone(config.databaseUrl) || Option.isNone(config.redisUrl)) {
-      return yield* Effect.fail(
-        new Error(
-          `${count} gateway workers need DATABASE_URL and REDIS_URL: the embedded database and the in-process stream live in one thread`
-        )
-      )
+      return yield* new InvalidSetting({
+        message: `${count} gateway workers need DATABASE_URL and REDIS_URL: the embedded database and the in-process stream live in one thread`
+      })
     }
     for (let index = 0; index < count; index++) {
       yield* runRoleThread({

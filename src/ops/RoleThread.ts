@@ -12,6 +12,7 @@ import { Clock, Deferred, Duration, Effect, type Scope } from "effect"
 import { Worker } from "node:worker_threads"
 import { backoff } from "../supervision/supervise.ts"
 import { Health } from "../serving/Health.ts"
+import { ThreadExited } from "../domain/errors.ts"
 
 /** 1 s, doubling, at most 30 s between restarts */
 const RESTART_BACKOFF = backoff(Duration.seconds(1), Duration.seconds(30))
@@ -79,7 +80,9 @@ export const runRoleThread = (options: RoleThreadOptions): Effect.Effect<Effect.
         Effect.catch(({ code, failure }) =>
           Effect.flatMap(Clock.currentTimeMillis, (now) =>
             Effect.fail(
-              new Error(`${options.name} thread exited (code ${code}) after ${Math.round((now - started) / 1000)} s${failure === null ? "" : `: ${failure.stack ?? failure.message}`}`)
+              new ThreadExited({
+                message: `${options.name} thread exited (code ${code}) after ${Math.round((now - started) / 1000)} s${failure === null ? "" : `: ${failure.stack ?? failure.message}`}`
+              })
             )
           )
         )

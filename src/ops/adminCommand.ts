@@ -11,6 +11,7 @@ import { LedgerConfig } from "../config/LedgerConfig.ts"
 import { CONTENT_POLICIES } from "../domain/contentPolicy.ts"
 import { listWorkspaces } from "../integrity/workspaces.ts"
 import type { TenantSql } from "../store/TenantSql.ts"
+import { NotFound } from "../domain/errors.ts"
 
 export const LEDGER_VERSION = "0.1.0"
 
@@ -106,7 +107,7 @@ const tokenRevoke = Command.make(
   Effect.fn(function*({ tokenId }) {
     const credentials = yield* Credentials
     const revoked = yield* credentials.revoke(tokenId)
-    if (!revoked) return yield* Effect.fail(new Error(`no active token ${tokenId}`))
+    if (!revoked) return yield* new NotFound({ message: `no active token ${tokenId}` })
     yield* Console.log(`revoked ${tokenId} (refused everywhere within 5 seconds)`)
   })
 ).pipe(Command.withDescription("revoke a token"))

@@ -9,6 +9,7 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import { CallerIdentifier, MAX_ID_LENGTH } from "../domain/identifiers.ts"
 import { renderWatchSummary, Watcher } from "./Watcher.ts"
+import { BadRequest, InvalidSetting } from "../domain/errors.ts"
 
 export const watch = Command.make(
   "watch",
@@ -24,11 +25,11 @@ export const watch = Command.make(
   Effect.fn(function*({ once, claude, codex, agentId, agentName, state, json }) {
     const gatewayUrl = yield* Config.String("LEDGER_GATEWAY_URL").pipe(Config.withDefault("http://127.0.0.1:4000"))
     const gatewayKey = yield* Config.Redacted("LEDGER_GATEWAY_KEY").pipe(
-      Effect.mapError(() => new Error("LEDGER_GATEWAY_KEY is not set: the Gateway Key the turns are recorded with (ldg_gw_…)"))
+      Effect.mapError(() => new InvalidSetting({ message: "LEDGER_GATEWAY_KEY is not set: the Gateway Key the turns are recorded with (ldg_gw_…)" }))
     )
     for (const [flag, value] of [["--agent-id", agentId], ["--agent-name", agentName]] as const) {
       if (Option.isSome(value) && !Schema.is(CallerIdentifier)(value.value)) {
-        return yield* Effect.fail(new Error(`${flag}: 1 to ${MAX_ID_LENGTH} characters, none a control character`))
+        return yield* new BadRequest({ message: `${flag}: 1 to ${MAX_ID_LENGTH} characters, none a control character`, param: flag })
       }
     }
     const home = Os.homedir()

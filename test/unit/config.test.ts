@@ -86,4 +86,22 @@ describe("LedgerConfig", () => {
         assert.isTrue(Exit.isFailure(refused), `LEDGER_CAPTURE_SHARDS=${shards}`)
       }
     }))
+
+  it.effect("a setting that cannot be used fails with a ConfigError naming it, not a defect", () =>
+    Effect.gen(function*() {
+      const unusable: ReadonlyArray<Record<string, string>> = [
+        { LEDGER_CAPTURE_SHARDS: "0" },
+        { LEDGER_UPSTREAMS: "nameless" },
+        { LEDGER_RETENTION_DAYS: "-1" },
+        { LEDGER_OIDC_CLIENT_ID: "ledger" }
+      ]
+      for (const env of unusable) {
+        const exit = yield* read(env)
+        if (Exit.isSuccess(exit)) return assert.fail(`${JSON.stringify(env)} was accepted`)
+        assert.isFalse(Cause.hasDies(exit.cause), `${JSON.stringify(env)}: ${Cause.pretty(exit.cause)}`)
+        const error = Cause.squash(exit.cause) as { readonly _tag?: string; readonly message: string }
+        assert.strictEqual(error._tag, "ConfigError")
+        assert.include(error.message, Object.keys(env)[0]!.startsWith("LEDGER_OIDC") ? "LEDGER_OIDC_ISSUER" : Object.keys(env)[0]!)
+      }
+    }))
 })
