@@ -17,6 +17,7 @@ import { DatabaseUnavailable, TooManyAttempts, Unauthorized } from "../domain/er
 import type { Principal } from "../domain/principal.ts"
 import { type BearerKind, Credentials, tokenKind } from "./Credentials.ts"
 import { slidingWindow } from "./SignInLimiter.ts"
+import { BoundedMap } from "../collections/BoundedMap.ts"
 
 export const CACHE_TTL_MS = 2_000
 const CACHE_MAX_ENTRIES = 10_000
@@ -67,8 +68,9 @@ export class Authenticator extends Context.Service<Authenticator, {
       // OAuth access tokens are bound to this server's MCP endpoint (RFC 8707 resource = audience)
       const config = yield* LedgerConfig
       const oauthAudience = `${config.publicUrl}/mcp`
-      const cache = new Map<string, CacheEntry>()
-      const accepted = new Map<string, { readonly principal: Principal; readonly at: number }>()
+      const cache = new BoundedMap<string, CacheEntry>(CACHE_MAX_ENTRIES)
+      // the least recently confirmed token is forgotten first
+      const accepted = new BoundedMap<string, { readonly principal: Principal; readonly at: number }>(CACHE_MAX_ENTRIES)
       const refusals = slidingWindow(60_000)
 
       const refusedFrom = (address: string, now: number) => refusals.add(address, now)
@@ -80,13 +82,9 @@ export class Authenticator extends Context.Service<Authenticator, {
       }
 
       const remember = (token: string, verdict: Verdict, now: number) => {
-        if (cache.size >= CACHE_MAX_ENTRIES) cache.delete(cache.keys().next().value!)
         cache.set(token, { verdict, until: now + CACHE_TTL_MS })
-        // insertion order is recency order: the least recently confirmed token is forgotten first
-        accepted.delete(token)
-        if (verdict instanceof Unauthorized) return
-        if (accepted.size >= CACHE_MAX_ENTRIES) accepted.delete(accepted.keys().next().value!)
-        accepted.set(token, { principal: verdict, at: now })
+        if (verdict instanceof Unauthorized) accepted.delete(token)
+        else accepted.set(token, { principal: verdict, at: now })
       }
 
       const lastAccepted = (token: string, kind: BearerKind, now: number) => {

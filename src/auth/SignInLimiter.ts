@@ -5,6 +5,7 @@
  * like the REST rate limit: each API replica limits on its own, which bounds guessing to replicas × the limit.
  */
 import { Clock, Context, Effect, Layer } from "effect"
+import { BoundedMap } from "../collections/BoundedMap.ts"
 
 export const MAX_FAILURES = 5
 export const WINDOW_MS = 15 * 60_000
@@ -13,15 +14,13 @@ const MAX_TRACKED = 10_000
 
 /** Times of events per key within a sliding window, for at most MAX_TRACKED keys (least recently used dropped). */
 export const slidingWindow = (windowMs: number) => {
-  const events = new Map<string, Array<number>>()
+  const events = new BoundedMap<string, Array<number>>(MAX_TRACKED)
   const recent = (key: string, now: number) => (events.get(key) ?? []).filter((at) => now - at < windowMs)
   return {
     recent,
     add: (key: string, now: number) => {
       const times = recent(key, now)
       times.push(now)
-      events.delete(key)
-      if (events.size >= MAX_TRACKED) events.delete(events.keys().next().value!)
       events.set(key, times)
     },
     clear: (key: string) => void events.delete(key),

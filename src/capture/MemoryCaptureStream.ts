@@ -12,6 +12,7 @@
 import { Clock, Deferred, Effect, Layer } from "effect"
 import { LedgerConfig } from "../config/LedgerConfig.ts"
 import { type BatchId, type CapturePayload, CaptureStream, captureText, type DeadLetter, type StreamEntry, successor, trimPeriodically } from "./CaptureStream.ts"
+import { BoundedMap } from "../collections/BoundedMap.ts"
 
 /** producers whose last batch is remembered; the least recently publishing one is forgotten first */
 const MAX_PRODUCERS = 10_000
@@ -62,7 +63,7 @@ export const layer: Layer.Layer<CaptureStream, never, LedgerConfig> = Layer.effe
     const consumers = new Map<string, number>()
     const dead: Array<DeadLetter> = []
     /** highest batch number appended per producer, least recently publishing first */
-    const lastBatch = new Map<string, number>()
+    const lastBatch = new BoundedMap<string, number>(MAX_PRODUCERS)
     /** the id of the newest entry ever appended (trimming does not forget it) */
     let newest: string | null = null
     /** completed (and replaced) on every publish to wake blocked readers */
@@ -86,9 +87,7 @@ export const layer: Layer.Layer<CaptureStream, never, LedgerConfig> = Layer.effe
     const firstTime = (batch: BatchId) => {
       const last = lastBatch.get(batch.producer)
       if (last !== undefined && batch.seq <= last) return false
-      lastBatch.delete(batch.producer)
       lastBatch.set(batch.producer, batch.seq)
-      if (lastBatch.size > MAX_PRODUCERS) lastBatch.delete(lastBatch.keys().next().value!)
       return true
     }
 

@@ -25,6 +25,7 @@ import type { Principal } from "../domain/principal.ts"
 import { tools } from "./tools/index.ts"
 import { callTool, toolDefinition, type ToolServices } from "./tools/Tool.ts"
 import { uiResources } from "./appResource.ts"
+import { BoundedMap } from "../collections/BoundedMap.ts"
 
 export const SERVER_INFO = { name: "agent-decision-ledger", title: "Agent Decision Ledger", version: "0.1.0" }
 
@@ -78,7 +79,7 @@ export class McpServer extends Context.Service<McpServer, {
       const definitions = tools.map(toolDefinition)
       const byName = new Map(tools.map((tool) => [tool.name, tool]))
       // stateless transport: the level a caller sets is remembered per credential, so it filters later requests
-      const logLevels = new Map<string, LoggingLevel>()
+      const logLevels = new BoundedMap<string, LoggingLevel>(LOG_LEVELS_MAX)
 
       const build = (principal: Principal) => {
         const server = new Server(SERVER_INFO, {
@@ -98,8 +99,6 @@ export class McpServer extends Context.Service<McpServer, {
         server.setRequestHandler(dispatchOn(InitializeRequestSchema), checked(InitializeRequestSchema, initialize))
 
         server.setRequestHandler(dispatchOn(SetLevelRequestSchema), checked(SetLevelRequestSchema, (request) => {
-          logLevels.delete(principal.token_id)
-          if (logLevels.size >= LOG_LEVELS_MAX) logLevels.delete(logLevels.keys().next().value!)
           logLevels.set(principal.token_id, request.params.level)
           return {}
         }))

@@ -30,6 +30,7 @@ import { LOOPBACK_HOSTS } from "../config/LedgerConfig.ts"
 import type { DatabaseUnavailable } from "../domain/errors.ts"
 import type { OAuthClient, OAuthStore } from "../auth/OAuthStore.ts"
 import { GRANT_TYPES, redirectUriProblem } from "./redirectUris.ts"
+import { BoundedMap } from "../collections/BoundedMap.ts"
 
 export const DOCUMENT_FETCH_TIMEOUT_MS = 5_000
 export const DOCUMENT_MAX_BYTES = 5 * 1024
@@ -362,7 +363,7 @@ interface Cached {
 }
 
 export const clientDirectory = (store: OAuthStore["Service"], options: { readonly allowLoopback: boolean }): ClientDirectory => {
-  const cache = new Map<string, Cached>()
+  const cache = new BoundedMap<string, Cached>(MAX_CACHED)
   const inFlight = new Map<string, Promise<{ client: OAuthClient; keepSeconds: number }>>()
   const fetches = tokenBuckets(DOCUMENT_FETCHES_PER_MINUTE / 60, DOCUMENT_FETCHES_PER_MINUTE)
   const refused = (message: string): ClientLookup => ({ _tag: "Refused", message })
@@ -394,7 +395,6 @@ export const clientDirectory = (store: OAuthStore["Service"], options: { readonl
     }
     const { client, keepSeconds } = fetched.success
     if (keepSeconds > 0) {
-      if (cache.size >= MAX_CACHED) cache.delete(cache.keys().next().value!)
       cache.set(clientId, { client, until: now + keepSeconds * 1000 })
     }
     return { _tag: "Found", client } satisfies ClientLookup

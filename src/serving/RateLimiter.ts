@@ -5,6 +5,7 @@
  */
 import { Context, Layer } from "effect"
 import { LedgerConfig } from "../config/LedgerConfig.ts"
+import { BoundedMap } from "../collections/BoundedMap.ts"
 
 /** buckets kept at most; the least recently used is dropped (it refills to full anyway) */
 const MAX_BUCKETS = 10_000
@@ -19,15 +20,13 @@ interface Bucket {
  * and returns 0, or — when the bucket is empty — the seconds until a token is available again.
  */
 export const tokenBuckets = (ratePerSecond: number, burst = ratePerSecond * 2) => {
-  const buckets = new Map<string, Bucket>()
+  const buckets = new BoundedMap<string, Bucket>(MAX_BUCKETS)
   return (key: string, now: number): number => {
     if (ratePerSecond <= 0) return 0
     let bucket = buckets.get(key)
     if (bucket === undefined) {
-      if (buckets.size >= MAX_BUCKETS) buckets.delete(buckets.keys().next().value!)
       bucket = { tokens: burst, updatedAt: now }
     } else {
-      buckets.delete(key)
       bucket.tokens = Math.min(burst, bucket.tokens + ((now - bucket.updatedAt) / 1000) * ratePerSecond)
       bucket.updatedAt = now
     }
