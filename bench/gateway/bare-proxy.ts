@@ -1,5 +1,6 @@
 /**
- * The baseline the gateway's targets are set against (bench/RESULTS.md, "Gateway"): a bare Node proxy — node:http in,
+ * The baseline the gateway's targets are set against (bench/notes/gateway.md, "How the gateway benchmark runs"): a bare
+ * Node proxy — node:http in,
  * undici out, the request body and the answer passed through untouched, nothing parsed, authenticated or captured.
  * Measured in the same run as the gateway, it shows what any proxy costs on the machine at hand.
  *

@@ -21,14 +21,14 @@
  * while the builders work off what is left) with the cores the builders and their backends keep busy meanwhile
  * (`backlog_cores_busy`, of the machine's two). The warm-up is counted in decisions: fresh builder processes spend
  * several times more CPU a decision in their first seconds (700, 270, 160 µs a realistic decision in seconds 1–3
- * against ~100–160 once ~30,000 are built), and a window from 3 s measured part of that (bench/RESULTS.md, "Where the
- * rest of a decision's CPU goes"). `--warmup 0` gives the window as it was.
+ * against ~100–160 once ~30,000 are built), and a window from 3 s measured part of that (bench/notes/builder.md, "Where
+ * the rest of a decision's CPU goes"). `--warmup 0` gives the window as it was.
  * The CPU time the builder processes and their PostgreSQL backends spend in the steady part, per decision, gives the
  * rate two otherwise idle cores could sustain — a figure that holds up on a machine shared with other work —, and the
  * same while they drain alone (`backlog_cpu_ms_per_decision`). `--drain-beside R` goes on publishing the same captures
  * at R/s once the sustained publishing stops, to a stream key no builder reads, until the backlog is built: the backlog
- * figures then measure the builders draining beside a publisher that shares the cores but not their work (bench/
- * RESULTS.md, "What the steady phase's extra cost comes with").
+ * figures then measure the builders draining beside a publisher that shares the cores but not their work
+ * (bench/notes/builder.md, "What the steady phase's extra cost comes with").
  * The machine's other work is reported beside it: this process's CPU a capture published (it publishes as the
  * gateways would, each capture encoded once), and Redis's (`INFO cpu`) a decision, steady and while draining.
  * Between the phases: the analytics materialiser in the builder processes yields while the builders have a backlog

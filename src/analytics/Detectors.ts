@@ -49,65 +49,63 @@ const insightsDetected = Metric.counter("ledger_analytics_insights_detected_tota
 const hourOf = (date: Date) => new Date(Math.floor(date.getTime() / HOUR_MS) * HOUR_MS)
 const dayOf = (date: Date) => new Date(Math.floor(date.getTime() / (24 * HOUR_MS)) * 24 * HOUR_MS)
 
-const writeFindings = (scope: WorkspaceScope, findings: ReadonlyArray<Finding>) =>
-  Effect.gen(function*() {
-    if (findings.length === 0) return
-    const sql = yield* ScopedSql
-    const records = findings.map((f) => ({
-      insight_id: stableUuid(`${scope.tenant_id}/${scope.workspace_id}/insight/${f.dedupKey}`),
-      dedup_key: f.dedupKey,
-      type: f.type,
-      severity: f.severity,
-      title: f.title,
-      evidence: f.evidence,
-      window_start: f.windowStart.toISOString(),
-      window_end: f.windowEnd.toISOString(),
-      agent_ids: f.agentIds,
-      session_ids: f.sessionIds,
-      ledger_ids: f.ledgerIds
-    }))
-    yield* sql`INSERT INTO insights (insight_id, tenant_id, workspace_id, dedup_key, type, severity, title, evidence,
-        window_start, window_end, agent_ids, session_ids, ledger_ids)
-      SELECT t.insight_id, ${scope.tenant_id}::uuid, ${scope.workspace_id}::uuid, t.dedup_key, t.type, t.severity, t.title,
-        t.evidence, t.window_start, t.window_end, t.agent_ids, t.session_ids, t.ledger_ids
-      FROM jsonb_to_recordset(${JSON.stringify(records)}::jsonb) AS t(insight_id uuid, dedup_key text, type text,
-        severity text, title text, evidence jsonb, window_start timestamptz, window_end timestamptz, agent_ids text[],
-        session_ids text[], ledger_ids text[])
-      ON CONFLICT (tenant_id, workspace_id, dedup_key) DO UPDATE SET severity = EXCLUDED.severity, title = EXCLUDED.title,
-        evidence = EXCLUDED.evidence, window_start = EXCLUDED.window_start, window_end = EXCLUDED.window_end,
-        agent_ids = EXCLUDED.agent_ids, session_ids = EXCLUDED.session_ids, ledger_ids = EXCLUDED.ledger_ids,
-        updated_at = now()
-      -- a loop pass sees the windows around new decisions only: a shorter run there leaves the longer one reported
-      WHERE insights.type <> 'loop'
-        OR (EXCLUDED.evidence->>'repeats')::int >= coalesce((insights.evidence->>'repeats')::int, 0)`
-    yield* Metric.update(insightsDetected, findings.length)
-  })
+const writeFindings = Effect.fnUntraced(function*(scope: WorkspaceScope, findings: ReadonlyArray<Finding>) {
+  if (findings.length === 0) return
+  const sql = yield* ScopedSql
+  const records = findings.map((f) => ({
+    insight_id: stableUuid(`${scope.tenant_id}/${scope.workspace_id}/insight/${f.dedupKey}`),
+    dedup_key: f.dedupKey,
+    type: f.type,
+    severity: f.severity,
+    title: f.title,
+    evidence: f.evidence,
+    window_start: f.windowStart.toISOString(),
+    window_end: f.windowEnd.toISOString(),
+    agent_ids: f.agentIds,
+    session_ids: f.sessionIds,
+    ledger_ids: f.ledgerIds
+  }))
+  yield* sql`INSERT INTO insights (insight_id, tenant_id, workspace_id, dedup_key, type, severity, title, evidence,
+      window_start, window_end, agent_ids, session_ids, ledger_ids)
+    SELECT t.insight_id, ${scope.tenant_id}::uuid, ${scope.workspace_id}::uuid, t.dedup_key, t.type, t.severity, t.title,
+      t.evidence, t.window_start, t.window_end, t.agent_ids, t.session_ids, t.ledger_ids
+    FROM jsonb_to_recordset(${JSON.stringify(records)}::jsonb) AS t(insight_id uuid, dedup_key text, type text,
+      severity text, title text, evidence jsonb, window_start timestamptz, window_end timestamptz, agent_ids text[],
+      session_ids text[], ledger_ids text[])
+    ON CONFLICT (tenant_id, workspace_id, dedup_key) DO UPDATE SET severity = EXCLUDED.severity, title = EXCLUDED.title,
+      evidence = EXCLUDED.evidence, window_start = EXCLUDED.window_start, window_end = EXCLUDED.window_end,
+      agent_ids = EXCLUDED.agent_ids, session_ids = EXCLUDED.session_ids, ledger_ids = EXCLUDED.ledger_ids,
+      updated_at = now()
+    -- a loop pass sees the windows around new decisions only: a shorter run there leaves the longer one reported
+    WHERE insights.type <> 'loop'
+      OR (EXCLUDED.evidence->>'repeats')::int >= coalesce((insights.evidence->>'repeats')::int, 0)`
+  yield* Metric.update(insightsDetected, findings.length)
+})
 
 /** One detector pass over a workspace's newly materialised decisions; yields how many it looked at. */
-const detectWorkspace = (scope: WorkspaceScope) =>
-  Effect.gen(function*() {
-    const sql = yield* ScopedSql
-    const [progress] = yield* sql<{ detected_seq: number }>`SELECT detected_seq::float8 AS detected_seq FROM analytics_progress`
-    const fresh = yield* sql<NewDecision>`
-      SELECT seq::float8 AS seq, ledger_id::text AS ledger_id, session_id::text AS session_id, agent_id, created_at, model, call_signature
-      FROM decision_search WHERE seq > ${progress?.detected_seq ?? 0} ORDER BY seq LIMIT ${PASS_SIZE}`
-    if (fresh.length === 0) return 0
-    const byKey = <A>(items: ReadonlyArray<A>) => [...new Map(items.map((item) => [JSON.stringify(item), item])).values()]
-    const findings = [
-      ...(yield* agentHourRules(byKey(fresh.map((d) => ({ agent_id: d.agent_id, hour: hourOf(d.created_at) }))))),
-      ...(yield* latencyRule(byKey(fresh.map((d) => ({ agent_id: d.agent_id, model: d.model, hour: hourOf(d.created_at) }))))),
-      ...(yield* rightSizingRule(byKey(fresh.map((d) => ({ agent_id: d.agent_id, model: d.model, day: dayOf(d.created_at) }))))),
-      ...(yield* loopRule(fresh)),
-      ...(yield* streakRule(fresh)),
-      ...(yield* idleRule)
-    ]
-    yield* writeFindings(scope, findings)
-    yield* sql`INSERT INTO analytics_progress (tenant_id, workspace_id, detected_seq)
-      VALUES (${scope.tenant_id}::uuid, ${scope.workspace_id}::uuid, ${fresh.at(-1)!.seq})
-      ON CONFLICT (tenant_id, workspace_id) DO UPDATE
-      SET detected_seq = greatest(analytics_progress.detected_seq, EXCLUDED.detected_seq), updated_at = now()`
-    return fresh.length
-  })
+const detectWorkspace = Effect.fnUntraced(function*(scope: WorkspaceScope) {
+  const sql = yield* ScopedSql
+  const [progress] = yield* sql<{ detected_seq: number }>`SELECT detected_seq::float8 AS detected_seq FROM analytics_progress`
+  const fresh = yield* sql<NewDecision>`
+    SELECT seq::float8 AS seq, ledger_id::text AS ledger_id, session_id::text AS session_id, agent_id, created_at, model, call_signature
+    FROM decision_search WHERE seq > ${progress?.detected_seq ?? 0} ORDER BY seq LIMIT ${PASS_SIZE}`
+  if (fresh.length === 0) return 0
+  const byKey = <A>(items: ReadonlyArray<A>) => [...new Map(items.map((item) => [JSON.stringify(item), item])).values()]
+  const findings = [
+    ...(yield* agentHourRules(byKey(fresh.map((d) => ({ agent_id: d.agent_id, hour: hourOf(d.created_at) }))))),
+    ...(yield* latencyRule(byKey(fresh.map((d) => ({ agent_id: d.agent_id, model: d.model, hour: hourOf(d.created_at) }))))),
+    ...(yield* rightSizingRule(byKey(fresh.map((d) => ({ agent_id: d.agent_id, model: d.model, day: dayOf(d.created_at) }))))),
+    ...(yield* loopRule(fresh)),
+    ...(yield* streakRule(fresh)),
+    ...(yield* idleRule)
+  ]
+  yield* writeFindings(scope, findings)
+  yield* sql`INSERT INTO analytics_progress (tenant_id, workspace_id, detected_seq)
+    VALUES (${scope.tenant_id}::uuid, ${scope.workspace_id}::uuid, ${fresh.at(-1)!.seq})
+    ON CONFLICT (tenant_id, workspace_id) DO UPDATE
+    SET detected_seq = greatest(analytics_progress.detected_seq, EXCLUDED.detected_seq), updated_at = now()`
+  return fresh.length
+})
 
 export class Detectors extends Context.Service<Detectors, {
   /** One detector pass over every workspace whose analytics lease this process holds (what the fiber runs); yields decisions looked at. */

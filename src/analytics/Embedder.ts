@@ -48,18 +48,17 @@ export class Embedder extends Context.Service<Embedder, {
       const workspaces = allWorkspaces(tenantSql)
 
       /** The rows after the cursor, with their decisions' texts. */
-      const pending = (model: string) =>
-        Effect.gen(function*() {
-          const sql = yield* ScopedSql
-          const [progress] = yield* sql<{ seq: number; model: string | null }>`
-            SELECT embedded_seq::float8 AS seq, embedded_model AS model FROM analytics_progress`
-          const from = progress?.model === model ? progress.seq : 0
-          const rows = yield* sql<{ seq: number; ledger_id: string }>`
-            SELECT seq::float8 AS seq, ledger_id::text AS ledger_id FROM decision_search WHERE seq > ${from} ORDER BY seq LIMIT ${BATCH}`
-          const decisions = yield* readDecisions(rows.map((row) => row.ledger_id))
-          const texts = new Map(decisions.map((d) => [d.ledger_id, analyseDecision(d).searchText]))
-          return rows.map((row) => ({ ...row, text: texts.get(row.ledger_id) ?? "" }))
-        })
+      const pending = Effect.fnUntraced(function*(model: string) {
+        const sql = yield* ScopedSql
+        const [progress] = yield* sql<{ seq: number; model: string | null }>`
+          SELECT embedded_seq::float8 AS seq, embedded_model AS model FROM analytics_progress`
+        const from = progress?.model === model ? progress.seq : 0
+        const rows = yield* sql<{ seq: number; ledger_id: string }>`
+          SELECT seq::float8 AS seq, ledger_id::text AS ledger_id FROM decision_search WHERE seq > ${from} ORDER BY seq LIMIT ${BATCH}`
+        const decisions = yield* readDecisions(rows.map((row) => row.ledger_id))
+        const texts = new Map(decisions.map((d) => [d.ledger_id, analyseDecision(d).searchText]))
+        return rows.map((row) => ({ ...row, text: texts.get(row.ledger_id) ?? "" }))
+      })
 
       /**
        * Embeds a batch; when the call fails, each row alone: a row the model refuses (a 4xx) is passed, any other
@@ -80,53 +79,51 @@ export class Embedder extends Context.Service<Embedder, {
         )
 
       /** One batch of a workspace; yields rows read (0: caught up). */
-      const batch = (scope: WorkspaceScope, model: string) =>
-        Effect.gen(function*() {
-          const rows = yield* tenantSql.write(scope, pending(model))
-          if (rows.length === 0) return 0
-          const vectors = yield* embedBatch(rows.map((row) => row.text))
-          const embedded = rows.flatMap((row, i) => (vectors[i] === null ? [] : [{ ledger_id: row.ledger_id, embedding: vectors[i] }]))
-          yield* tenantSql.write(scope, Effect.gen(function*() {
-            const sql = yield* ScopedSql
-            if (embedded.length > 0) {
-              yield* sql`UPDATE decision_search s SET embedding = t.embedding, embedding_model = ${model}
-                FROM jsonb_to_recordset(${JSON.stringify(embedded)}::jsonb) AS t(ledger_id uuid, embedding real[])
-                WHERE s.ledger_id = t.ledger_id`
-            }
-            yield* sql`INSERT INTO analytics_progress (tenant_id, workspace_id, embedded_seq, embedded_model)
-              VALUES (${scope.tenant_id}::uuid, ${scope.workspace_id}::uuid, ${rows.at(-1)!.seq}, ${model})
-              ON CONFLICT (tenant_id, workspace_id) DO UPDATE
-              SET embedded_seq = EXCLUDED.embedded_seq, embedded_model = EXCLUDED.embedded_model, updated_at = now()`
-          }))
-          yield* Metric.update(decisionsEmbedded, embedded.length)
-          yield* Metric.update(decisionsNotEmbedded, rows.length - embedded.length)
-          return rows.length
-        })
+      const batch = Effect.fnUntraced(function*(scope: WorkspaceScope, model: string) {
+        const rows = yield* tenantSql.write(scope, pending(model))
+        if (rows.length === 0) return 0
+        const vectors = yield* embedBatch(rows.map((row) => row.text))
+        const embedded = rows.flatMap((row, i) => (vectors[i] === null ? [] : [{ ledger_id: row.ledger_id, embedding: vectors[i] }]))
+        yield* tenantSql.write(scope, Effect.gen(function*() {
+          const sql = yield* ScopedSql
+          if (embedded.length > 0) {
+            yield* sql`UPDATE decision_search s SET embedding = t.embedding, embedding_model = ${model}
+              FROM jsonb_to_recordset(${JSON.stringify(embedded)}::jsonb) AS t(ledger_id uuid, embedding real[])
+              WHERE s.ledger_id = t.ledger_id`
+          }
+          yield* sql`INSERT INTO analytics_progress (tenant_id, workspace_id, embedded_seq, embedded_model)
+            VALUES (${scope.tenant_id}::uuid, ${scope.workspace_id}::uuid, ${rows.at(-1)!.seq}, ${model})
+            ON CONFLICT (tenant_id, workspace_id) DO UPDATE
+            SET embedded_seq = EXCLUDED.embedded_seq, embedded_model = EXCLUDED.embedded_model, updated_at = now()`
+        }))
+        yield* Metric.update(decisionsEmbedded, embedded.length)
+        yield* Metric.update(decisionsNotEmbedded, rows.length - embedded.length)
+        return rows.length
+      })
 
       /**
        * Batches of each workspace until caught up (at most `batches` each); a workspace whose model call fails is left
        * for later and the others go on; the first failure is returned after them.
        */
-      const pass = (batches: number) =>
-        Effect.gen(function*() {
-          if (Option.isNone(models.embeddingsModel)) return 0
-          const model = models.embeddingsModel.value
-          let total = 0
-          let failed: ModelCallFailed | undefined
-          for (const scope of yield* workspaces) {
-            if (!(yield* claimWorkspace(tenantSql, scope))) continue
-            const drained = Effect.gen(function*() {
-              for (let i = 0; i < batches; i++) {
-                const read = yield* batch(scope, model)
-                total += read
-                if (read < BATCH) return
-              }
-            })
-            yield* drained.pipe(Effect.catchTag("ModelCallFailed", (error) => Effect.sync(() => void (failed ??= error))))
-          }
-          if (failed !== undefined) return yield* failed
-          return total
-        })
+      const pass = Effect.fnUntraced(function*(batches: number) {
+        if (Option.isNone(models.embeddingsModel)) return 0
+        const model = models.embeddingsModel.value
+        let total = 0
+        let failed: ModelCallFailed | undefined
+        for (const scope of yield* workspaces) {
+          if (!(yield* claimWorkspace(tenantSql, scope))) continue
+          const drained = Effect.gen(function*() {
+            for (let i = 0; i < batches; i++) {
+              const read = yield* batch(scope, model)
+              total += read
+              if (read < BATCH) return
+            }
+          })
+          yield* drained.pipe(Effect.catchTag("ModelCallFailed", (error) => Effect.sync(() => void (failed ??= error))))
+        }
+        if (failed !== undefined) return yield* failed
+        return total
+      })
 
       const round = pass(BATCHES_PER_ROUND)
       const catchUp = pass(Number.MAX_SAFE_INTEGER).pipe(

@@ -38,7 +38,7 @@ import type { WorkspaceScope } from "../domain/principal.ts"
 const BATCHES_PER_ROUND = 10
 /**
  * Workspaces materialised at once in a process: each batch's statements run in PostgreSQL while the process analyses
- * another batch, so a catch-up uses two cores instead of one (bench/RESULTS.md, "Analytics catch-up").
+ * another batch, so a catch-up uses two cores instead of one (bench/notes/analytics.md, "Analytics catch-up").
  */
 const WORKSPACES_AT_ONCE = 2
 /** How often sessions the builder merged away are looked for. */
@@ -103,41 +103,39 @@ export class Materializer extends Context.Service<Materializer, {
        * A batch's decisions analysed, handing the event loop back every few: the builder's consumers share it, and a
        * batch of 500 is ~25 ms of analysis, which they would otherwise wait out holding their locks.
        */
-      const analysed = (rows: ReadonlyArray<ReadDecision>) =>
-        Effect.gen(function*() {
-          const analyses: Array<DecisionAnalysis> = []
-          for (const [index, row] of rows.entries()) {
-            analyses.push(analyseDecision(row))
-            yield* yieldEvery(index)
-          }
-          return { rows, analyses } satisfies Analysed
-        })
+      const analysed = Effect.fnUntraced(function*(rows: ReadonlyArray<ReadDecision>) {
+        const analyses: Array<DecisionAnalysis> = []
+        for (const [index, row] of rows.entries()) {
+          analyses.push(analyseDecision(row))
+          yield* yieldEvery(index)
+        }
+        return { rows, analyses } satisfies Analysed
+      })
 
       /**
        * Writes one batch's analytics in one transaction; `advance` also moves the workspace's cursor to it. Yields how
        * many of its decisions were new.
        */
-      const store = (scope: WorkspaceScope, { analyses, rows }: Analysed, advance?: BuildCursor) =>
-        Effect.gen(function*() {
-          const fresh = yield* write(scope, Effect.gen(function*() {
-            // a decision erased since it was read comes again with its tombstone: left to that read
-            const changed = yield* changedSinceRead(rows)
-            const fresh = yield* insertSearchRows(scope, analyses.filter((a) => !changed.has(a.decision.ledger_id)))
-            if (fresh.length > 0) {
-              yield* writeRollups(scope, fresh)
-              yield* writeMentions(scope, fresh)
-              yield* writeCitations(scope, fresh)
-              yield* writeHandoffs(scope, fresh)
-              yield* writeSharedExecutions(scope, fresh)
-              yield* addSessionSubjects(scope, fresh, [])
-              yield* markDirty([...new Set(fresh.map((a) => a.decision.session_id))])
-            }
-            if (advance !== undefined) yield* advanceCursor(scope, advance)
-            return fresh
-          }))
-          yield* Metric.update(decisionsMaterialized, fresh.length)
-          return fresh.length
-        })
+      const store = Effect.fnUntraced(function*(scope: WorkspaceScope, { analyses, rows }: Analysed, advance?: BuildCursor) {
+        const fresh = yield* write(scope, Effect.gen(function*() {
+          // a decision erased since it was read comes again with its tombstone: left to that read
+          const changed = yield* changedSinceRead(rows)
+          const fresh = yield* insertSearchRows(scope, analyses.filter((a) => !changed.has(a.decision.ledger_id)))
+          if (fresh.length > 0) {
+            yield* writeRollups(scope, fresh)
+            yield* writeMentions(scope, fresh)
+            yield* writeCitations(scope, fresh)
+            yield* writeHandoffs(scope, fresh)
+            yield* writeSharedExecutions(scope, fresh)
+            yield* addSessionSubjects(scope, fresh, [])
+            yield* markDirty([...new Set(fresh.map((a) => a.decision.session_id))])
+          }
+          if (advance !== undefined) yield* advanceCursor(scope, advance)
+          return fresh
+        }))
+        yield* Metric.update(decisionsMaterialized, fresh.length)
+        return fresh.length
+      })
 
       /** The batch after `after` (by default the stored cursor), read and analysed. */
       const nextBatch = (scope: WorkspaceScope, after?: BuildCursor) =>
@@ -152,67 +150,63 @@ export class Materializer extends Context.Service<Materializer, {
        * in a workspace alone. The writes stay one after another: a batch's hand-offs look for the prints of the batches
        * before it.
        */
-      const forward = (scope: WorkspaceScope, limit = Infinity, stopEarly: Effect.Effect<boolean> = Effect.succeed(false)) =>
-        Effect.gen(function*() {
-          let total = 0
-          let batches = 0
-          let batch = yield* nextBatch(scope)
-          for (;;) {
-            if (batch.last === undefined) return { total, caughtUp: true }
-            batches++
-            const ahead = batch.more && batches < limit && !(yield* stopEarly) ? nextBatch(scope, batch.last) : Effect.succeed(undefined)
-            const [fresh, next] = yield* Effect.all([store(scope, batch, batch.last), ahead], { concurrency: 2 })
-            total += fresh
-            if (!batch.more) return { total, caughtUp: true }
-            if (next === undefined) return { total, caughtUp: false }
-            batch = next
-          }
-        })
+      const forward = Effect.fnUntraced(function*(scope: WorkspaceScope, limit = Infinity, stopEarly: Effect.Effect<boolean> = Effect.succeed(false)) {
+        let total = 0
+        let batches = 0
+        let batch = yield* nextBatch(scope)
+        for (;;) {
+          if (batch.last === undefined) return { total, caughtUp: true }
+          batches++
+          const ahead = batch.more && batches < limit && !(yield* stopEarly) ? nextBatch(scope, batch.last) : Effect.succeed(undefined)
+          const [fresh, next] = yield* Effect.all([store(scope, batch, batch.last), ahead], { concurrency: 2 })
+          total += fresh
+          if (!batch.more) return { total, caughtUp: true }
+          if (next === undefined) return { total, caughtUp: false }
+          batch = next
+        }
+      })
 
       /** One session pass, then the model summaries it made due (the model is called outside any transaction). */
-      const passSessions = (scope: WorkspaceScope) =>
-        Effect.gen(function*() {
-          const { sessions, states } = yield* write(scope, sessionPass(scope, keepModelSummaries))
-          yield* Option.match(models.summaryModel, {
-            onNone: () => Effect.void,
-            onSome: (model) =>
-              modelSummaries(states).pipe(
-                Effect.provideService(ModelCalls, models),
-                Effect.flatMap((written) => write(scope, writeModelSummaries(model, written)))
-              )
-          })
-          return sessions
+      const passSessions = Effect.fnUntraced(function*(scope: WorkspaceScope) {
+        const { sessions, states } = yield* write(scope, sessionPass(scope, keepModelSummaries))
+        yield* Option.match(models.summaryModel, {
+          onNone: () => Effect.void,
+          onSome: (model) =>
+            modelSummaries(states).pipe(
+              Effect.provideService(ModelCalls, models),
+              Effect.flatMap((written) => write(scope, writeModelSummaries(model, written)))
+            )
         })
+        return sessions
+      })
 
       const lastPass = new Map<string, number>()
       /** Late commits and merged sessions: the two things the cursor alone does not see. */
-      const sweep = (scope: WorkspaceScope) =>
-        Effect.gen(function*() {
-          let total = 0
-          for (;;) {
-            const { more, rows } = yield* tenantSql.write(scope, readLateBatch)
-            if (rows.length > 0) total += yield* store(scope, yield* analysed(rows))
-            if (!more) break
-          }
-          yield* write(scope, repairMergedSessions(scope))
-          return total
-        })
+      const sweep = Effect.fnUntraced(function*(scope: WorkspaceScope) {
+        let total = 0
+        for (;;) {
+          const { more, rows } = yield* tenantSql.write(scope, readLateBatch)
+          if (rows.length > 0) total += yield* store(scope, yield* analysed(rows))
+          if (!more) break
+        }
+        yield* write(scope, repairMergedSessions(scope))
+        return total
+      })
 
-      const workspaceRound = (scope: WorkspaceScope, repair: boolean, stopEarly: Effect.Effect<boolean>) =>
-        Effect.gen(function*() {
-          const swept = repair ? yield* sweep(scope) : 0
-          const { caughtUp, total } = yield* forward(scope, BATCHES_PER_ROUND, stopEarly)
-          // while a backlog drains, sessions are recomputed at most every SESSION_PASS_EVERY_MS
-          const key = `${scope.tenant_id}/${scope.workspace_id}`
-          const now = yield* Clock.currentTimeMillis
-          const last = lastPass.get(key)
-          // a workspace's first pass is never held back (under a test clock, `now` can be below the interval)
-          if (caughtUp || last === undefined || now - last >= SESSION_PASS_EVERY_MS) {
-            lastPass.set(key, now)
-            yield* passSessions(scope)
-          }
-          return { materialized: swept + total, behind: !caughtUp }
-        })
+      const workspaceRound = Effect.fnUntraced(function*(scope: WorkspaceScope, repair: boolean, stopEarly: Effect.Effect<boolean>) {
+        const swept = repair ? yield* sweep(scope) : 0
+        const { caughtUp, total } = yield* forward(scope, BATCHES_PER_ROUND, stopEarly)
+        // while a backlog drains, sessions are recomputed at most every SESSION_PASS_EVERY_MS
+        const key = `${scope.tenant_id}/${scope.workspace_id}`
+        const now = yield* Clock.currentTimeMillis
+        const last = lastPass.get(key)
+        // a workspace's first pass is never held back (under a test clock, `now` can be below the interval)
+        if (caughtUp || last === undefined || now - last >= SESSION_PASS_EVERY_MS) {
+          lastPass.set(key, now)
+          yield* passSessions(scope)
+        }
+        return { materialized: swept + total, behind: !caughtUp }
+      })
 
       /** Runs `each` over every workspace, WORKSPACES_AT_ONCE at a time. */
       const acrossWorkspaces = <A, E>(each: (scope: WorkspaceScope) => Effect.Effect<A, E>) =>

@@ -57,22 +57,21 @@ export class ModelCalls extends Context.Service<ModelCalls, {
       const { routes, unconfigured } = providerRoutes(config)
       const apiKey = Option.map(config.analytics.modelApiKey, Redacted.value)
 
-      const resolve = (setting: string, id: string, openAIWireOnly: boolean) =>
-        Effect.gen(function*() {
-          const slash = id.indexOf("/")
-          const prefix = slash > 0 ? id.slice(0, slash) : ""
-          const route = routes.get(prefix)
-          if (slash <= 0 || route === undefined) {
-            const hint = unconfigured.get(prefix)
-            return yield* Effect.die(
-              new Error(`${setting}: "${id}" names no configured provider${hint === undefined ? " (expected provider/model)" : `; ${hint}`}`)
-            )
-          }
-          if (openAIWireOnly && !["openai", "azure", "openai_compatible"].includes(route.type)) {
-            return yield* Effect.die(new Error(`${setting}: embeddings need an OpenAI-wire provider (openai, azure or a named upstream), not ${prefix}`))
-          }
-          return { id, route, model: id.slice(slash + 1) } satisfies ResolvedModel
-        })
+      const resolve = Effect.fnUntraced(function*(setting: string, id: string, openAIWireOnly: boolean) {
+        const slash = id.indexOf("/")
+        const prefix = slash > 0 ? id.slice(0, slash) : ""
+        const route = routes.get(prefix)
+        if (slash <= 0 || route === undefined) {
+          const hint = unconfigured.get(prefix)
+          return yield* Effect.die(
+            new Error(`${setting}: "${id}" names no configured provider${hint === undefined ? " (expected provider/model)" : `; ${hint}`}`)
+          )
+        }
+        if (openAIWireOnly && !["openai", "azure", "openai_compatible"].includes(route.type)) {
+          return yield* Effect.die(new Error(`${setting}: embeddings need an OpenAI-wire provider (openai, azure or a named upstream), not ${prefix}`))
+        }
+        return { id, route, model: id.slice(slash + 1) } satisfies ResolvedModel
+      })
 
       const embeddings = yield* Effect.transposeOption(
         Option.map(config.analytics.embeddingsModel, (id) => resolve("LEDGER_EMBEDDINGS_MODEL", id, true))

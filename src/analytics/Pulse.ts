@@ -121,28 +121,27 @@ const grouped = (sql: ScopedSql["Service"], principal: Principal, start: Date, e
     FROM ${rollupSource(sql, principal, start, end)}
     ${detail ? sql`GROUP BY GROUPING SETS ((), (agent_id), (outcome), (intent))` : sql``}`
 
-const totalsOf = (sql: ScopedSql["Service"], principal: Principal, rows: ReadonlyArray<Grouped>, start: Date, end: Date) =>
-  Effect.gen(function*() {
-    const row = rows.find((r) => r.agent_id === null && r.outcome === null && r.intent === null)!
-    const [sessions] = yield* sql<{ n: number }>`
-      SELECT count(DISTINCT session_id)::int AS n FROM ${
-      principal.role === "restricted"
-        ? sql`decisions WHERE created_at >= ${start.toISOString()}::timestamptz AND created_at < ${end.toISOString()}::timestamptz`
-        : sql`sessions WHERE ${sessionOverlaps(sql, start, end)}`
-    }`
-    const decisions = row.decisions
-    return {
-      decisions,
-      sessions: sessions!.n,
-      agents: row.agents,
-      cost_usd: round(row.cost, 6),
-      errors: row.errors,
-      error_rate: decisions === 0 ? 0 : round(row.errors / decisions, 4),
-      avg_quality: decisions === 0 ? null : round(row.quality / decisions, 3),
-      avg_latency_ms: decisions === 0 ? null : Math.round(row.latency / decisions),
-      tokens: row.tokens
-    } satisfies PulseTotals
-  })
+const totalsOf = Effect.fnUntraced(function*(sql: ScopedSql["Service"], principal: Principal, rows: ReadonlyArray<Grouped>, start: Date, end: Date) {
+  const row = rows.find((r) => r.agent_id === null && r.outcome === null && r.intent === null)!
+  const [sessions] = yield* sql<{ n: number }>`
+    SELECT count(DISTINCT session_id)::int AS n FROM ${
+    principal.role === "restricted"
+      ? sql`decisions WHERE created_at >= ${start.toISOString()}::timestamptz AND created_at < ${end.toISOString()}::timestamptz`
+      : sql`sessions WHERE ${sessionOverlaps(sql, start, end)}`
+  }`
+  const decisions = row.decisions
+  return {
+    decisions,
+    sessions: sessions!.n,
+    agents: row.agents,
+    cost_usd: round(row.cost, 6),
+    errors: row.errors,
+    error_rate: decisions === 0 ? 0 : round(row.errors / decisions, 4),
+    avg_quality: decisions === 0 ? null : round(row.quality / decisions, 3),
+    avg_latency_ms: decisions === 0 ? null : Math.round(row.latency / decisions),
+    tokens: row.tokens
+  } satisfies PulseTotals
+})
 
 const delta = (current: number, previous: number) => ({
   change: round(current - previous, 6),
@@ -150,72 +149,71 @@ const delta = (current: number, previous: number) => ({
 })
 
 /** The report's figures (insights and features are added by the caller, which owns their shapes). */
-export const pulseFigures = (principal: Principal, period: PulsePeriod, now: Date) =>
-  Effect.gen(function*() {
-    const sql = yield* ScopedSql
-    const previous = previousOf(period)
-    const current = yield* grouped(sql, principal, period.start, period.end, true)
-    const totals = yield* totalsOf(sql, principal, current, period.start, period.end)
-    const previousTotals = yield* totalsOf(sql, principal, yield* grouped(sql, principal, previous.start, previous.end, false), previous.start, previous.end)
-    const byAgent = current.filter((r) => r.agent_id !== null)
-      .sort((a, b) => b.decisions - a.decisions || b.cost - a.cost || a.agent_id!.localeCompare(b.agent_id!)).slice(0, TOP_AGENTS)
-    const names = byAgent.length === 0 ? [] : yield* sql<{ agent_id: string; agent_name: string | null }>`
-      SELECT agent_id, agent_name FROM agents WHERE agent_id = ANY(${byAgent.map((r) => r.agent_id!)}::text[])`
-    const topAgents = byAgent.map((r) => ({
-      agent_id: r.agent_id!,
-      agent_name: names.find((n) => n.agent_id === r.agent_id)?.agent_name ?? null,
-      decisions: r.decisions,
-      cost_usd: round(r.cost, 6),
-      errors: r.errors
-    }))
-    const mix = (key: "outcome" | "intent") =>
-      Object.fromEntries(current.filter((r) => r[key] !== null).sort((a, b) => b.decisions - a.decisions || a[key]!.localeCompare(b[key]!))
-        .map((r) => [r[key]!, r.decisions]))
-    const costliest = yield* sql<{ session_id: string; agent_id: string; started_at: Date; ended_at: Date; decision_count: number; total_cost_usd: number; summary: string }>`${
-      principal.role === "restricted"
-        ? sql`SELECT session_id::text AS session_id, min(agent_id) AS agent_id, min(created_at) AS started_at,
-            max(created_at + latency_ms * interval '1 millisecond') AS ended_at, count(*)::int AS decision_count,
-            coalesce(sum(cost_usd), 0)::float8 AS total_cost_usd, min(title) AS summary
-          FROM decisions WHERE created_at >= ${period.start.toISOString()}::timestamptz AND created_at < ${period.end.toISOString()}::timestamptz
-          GROUP BY session_id`
-        : sql`SELECT session_id::text AS session_id, agent_id, started_at, ended_at, decision_count::int AS decision_count,
-            total_cost_usd, summary FROM sessions
-          WHERE ${sessionOverlaps(sql, period.start, period.end)}`
-    } ORDER BY total_cost_usd DESC, session_id LIMIT ${COSTLY_SESSIONS}`
+export const pulseFigures = Effect.fnUntraced(function*(principal: Principal, period: PulsePeriod, now: Date) {
+  const sql = yield* ScopedSql
+  const previous = previousOf(period)
+  const current = yield* grouped(sql, principal, period.start, period.end, true)
+  const totals = yield* totalsOf(sql, principal, current, period.start, period.end)
+  const previousTotals = yield* totalsOf(sql, principal, yield* grouped(sql, principal, previous.start, previous.end, false), previous.start, previous.end)
+  const byAgent = current.filter((r) => r.agent_id !== null)
+    .sort((a, b) => b.decisions - a.decisions || b.cost - a.cost || a.agent_id!.localeCompare(b.agent_id!)).slice(0, TOP_AGENTS)
+  const names = byAgent.length === 0 ? [] : yield* sql<{ agent_id: string; agent_name: string | null }>`
+    SELECT agent_id, agent_name FROM agents WHERE agent_id = ANY(${byAgent.map((r) => r.agent_id!)}::text[])`
+  const topAgents = byAgent.map((r) => ({
+    agent_id: r.agent_id!,
+    agent_name: names.find((n) => n.agent_id === r.agent_id)?.agent_name ?? null,
+    decisions: r.decisions,
+    cost_usd: round(r.cost, 6),
+    errors: r.errors
+  }))
+  const mix = (key: "outcome" | "intent") =>
+    Object.fromEntries(current.filter((r) => r[key] !== null).sort((a, b) => b.decisions - a.decisions || a[key]!.localeCompare(b[key]!))
+      .map((r) => [r[key]!, r.decisions]))
+  const costliest = yield* sql<{ session_id: string; agent_id: string; started_at: Date; ended_at: Date; decision_count: number; total_cost_usd: number; summary: string }>`${
+    principal.role === "restricted"
+      ? sql`SELECT session_id::text AS session_id, min(agent_id) AS agent_id, min(created_at) AS started_at,
+          max(created_at + latency_ms * interval '1 millisecond') AS ended_at, count(*)::int AS decision_count,
+          coalesce(sum(cost_usd), 0)::float8 AS total_cost_usd, min(title) AS summary
+        FROM decisions WHERE created_at >= ${period.start.toISOString()}::timestamptz AND created_at < ${period.end.toISOString()}::timestamptz
+        GROUP BY session_id`
+      : sql`SELECT session_id::text AS session_id, agent_id, started_at, ended_at, decision_count::int AS decision_count,
+          total_cost_usd, summary FROM sessions
+        WHERE ${sessionOverlaps(sql, period.start, period.end)}`
+  } ORDER BY total_cost_usd DESC, session_id LIMIT ${COSTLY_SESSIONS}`
 
-    const reasons: Array<string> = []
-    if (period.end > now) reasons.push(`the period is not over: figures cover it until ${now.toISOString()}`)
-    const [progress] = yield* sql<{ behind: boolean; cursor: Date | null }>`
-      SELECT (SELECT max(built_at) FROM decisions) > coalesce(p.built_cursor, '-infinity') AS behind, p.built_cursor AS cursor
-      FROM (SELECT 1) one LEFT JOIN analytics_progress p ON true`
-    if (principal.role !== "restricted" && progress?.behind === true) {
-      reasons.push("analytics is catching up: decisions built in the last moments are not counted yet")
-    }
-    const [first] = yield* sql<{ at: Date | null }>`SELECT min(created_at) AS at FROM decisions`
-    if (first?.at != null && first.at > previous.start) {
-      reasons.push(`the previous period starts before the first recorded decision (${first.at.toISOString()}): deltas compare with partial data`)
-    }
+  const reasons: Array<string> = []
+  if (period.end > now) reasons.push(`the period is not over: figures cover it until ${now.toISOString()}`)
+  const [progress] = yield* sql<{ behind: boolean; cursor: Date | null }>`
+    SELECT (SELECT max(built_at) FROM decisions) > coalesce(p.built_cursor, '-infinity') AS behind, p.built_cursor AS cursor
+    FROM (SELECT 1) one LEFT JOIN analytics_progress p ON true`
+  if (principal.role !== "restricted" && progress?.behind === true) {
+    reasons.push("analytics is catching up: decisions built in the last moments are not counted yet")
+  }
+  const [first] = yield* sql<{ at: Date | null }>`SELECT min(created_at) AS at FROM decisions`
+  if (first?.at != null && first.at > previous.start) {
+    reasons.push(`the previous period starts before the first recorded decision (${first.at.toISOString()}): deltas compare with partial data`)
+  }
 
-    const deltas = Object.fromEntries(
-      (["decisions", "sessions", "agents", "cost_usd", "errors", "error_rate", "tokens"] as const).map((field) => [
-        field,
-        delta(totals[field], previousTotals[field])
-      ])
-    )
-    return {
-      period: { kind: period.kind, start: period.start.toISOString(), end: period.end.toISOString() },
-      previous_period: { start: previous.start.toISOString(), end: previous.end.toISOString() },
-      totals,
-      previous_totals: previousTotals,
-      deltas,
-      top_agents: topAgents,
-      outcomes: mix("outcome"),
-      intents: mix("intent"),
-      costliest_sessions: costliest.map((s) => ({
-        ...s,
-        started_at: s.started_at.toISOString(),
-        ended_at: s.ended_at.toISOString()
-      })),
-      partial: { is_partial: reasons.length > 0, reasons }
-    } satisfies Omit<PulseReport, "new_insights" | "features_delivered">
-  })
+  const deltas = Object.fromEntries(
+    (["decisions", "sessions", "agents", "cost_usd", "errors", "error_rate", "tokens"] as const).map((field) => [
+      field,
+      delta(totals[field], previousTotals[field])
+    ])
+  )
+  return {
+    period: { kind: period.kind, start: period.start.toISOString(), end: period.end.toISOString() },
+    previous_period: { start: previous.start.toISOString(), end: previous.end.toISOString() },
+    totals,
+    previous_totals: previousTotals,
+    deltas,
+    top_agents: topAgents,
+    outcomes: mix("outcome"),
+    intents: mix("intent"),
+    costliest_sessions: costliest.map((s) => ({
+      ...s,
+      started_at: s.started_at.toISOString(),
+      ended_at: s.ended_at.toISOString()
+    })),
+    partial: { is_partial: reasons.length > 0, reasons }
+  } satisfies Omit<PulseReport, "new_insights" | "features_delivered">
+})

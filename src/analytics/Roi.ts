@@ -17,16 +17,15 @@ export interface RoiSettings {
 const round = (value: number, digits: number) => Math.round(value * 10 ** digits) / 10 ** digits
 
 /** The workspace's ROI settings: its overrides over the install defaults. */
-export const workspaceRoiSettings = (defaults: AnalyticsSettings) =>
-  Effect.gen(function*() {
-    const sql = yield* ScopedSql
-    const [row] = yield* sql<{ hourly_rate_usd: number | null; minutes_saved: Record<string, number> }>`
-      SELECT hourly_rate_usd, minutes_saved FROM analytics_settings`
-    return {
-      hourly_rate_usd: row?.hourly_rate_usd ?? defaults.roiHourlyRateUsd,
-      minutes_saved: { ...defaults.roiMinutesSaved, ...row?.minutes_saved }
-    } satisfies RoiSettings
-  })
+export const workspaceRoiSettings = Effect.fnUntraced(function*(defaults: AnalyticsSettings) {
+  const sql = yield* ScopedSql
+  const [row] = yield* sql<{ hourly_rate_usd: number | null; minutes_saved: Record<string, number> }>`
+    SELECT hourly_rate_usd, minutes_saved FROM analytics_settings`
+  return {
+    hourly_rate_usd: row?.hourly_rate_usd ?? defaults.roiHourlyRateUsd,
+    minutes_saved: { ...defaults.roiMinutesSaved, ...row?.minutes_saved }
+  } satisfies RoiSettings
+})
 
 export const computeRoi = (settings: RoiSettings, successesByIntent: Readonly<Record<string, number>>, costUsd: number): Roi => {
   const intents = Object.keys(successesByIntent).sort()

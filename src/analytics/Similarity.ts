@@ -96,22 +96,20 @@ const CANDIDATE_COLUMNS = `d.ledger_id::text AS ledger_id, d.session_id::text AS
   d.status, d.usage, s.local_vector, s.embedding, s.embedding_model, tsvector_to_array(s.document) AS lexemes`
 
 /** The lexemes of a text, as the documents were indexed. */
-export const lexemesOf = (text: string) =>
-  Effect.gen(function*() {
-    const sql = yield* ScopedSql
-    const rows = yield* sql<{ lexeme: string }>`SELECT lexeme FROM unnest(to_tsvector('english', ${text}))`
-    return rows.map((row) => row.lexeme)
-  })
+export const lexemesOf = Effect.fnUntraced(function*(text: string) {
+  const sql = yield* ScopedSql
+  const rows = yield* sql<{ lexeme: string }>`SELECT lexeme FROM unnest(to_tsvector('english', ${text}))`
+  return rows.map((row) => row.lexeme)
+})
 
 /** What a stored decision is searched by: its lexemes and vectors; undefined when it is unknown or not analysed yet. */
-export const representationOf = (ledgerId: string) =>
-  Effect.gen(function*() {
-    const sql = yield* ScopedSql
-    const [row] = yield* sql<{ lexemes: Array<string>; local_vector: Array<number>; embedding: Array<number> | null; embedding_model: string | null }>`
-      SELECT tsvector_to_array(s.document) AS lexemes, s.local_vector, s.embedding, s.embedding_model
-      FROM decision_search s JOIN decisions d ON d.ledger_id = s.ledger_id WHERE s.ledger_id = ${ledgerId}::uuid`
-    return row
-  })
+export const representationOf = Effect.fnUntraced(function*(ledgerId: string) {
+  const sql = yield* ScopedSql
+  const [row] = yield* sql<{ lexemes: Array<string>; local_vector: Array<number>; embedding: Array<number> | null; embedding_model: string | null }>`
+    SELECT tsvector_to_array(s.document) AS lexemes, s.local_vector, s.embedding, s.embedding_model
+    FROM decision_search s JOIN decisions d ON d.ledger_id = s.ledger_id WHERE s.ledger_id = ${ledgerId}::uuid`
+  return row
+})
 
 /** Whether pgvector and its indexes are installed (the migration creates them when the server has the extension). */
 export const hasPgvector = Effect.gen(function*() {
@@ -124,14 +122,13 @@ export const hasPgvector = Effect.gen(function*() {
  * Document frequencies of terms in the workspace, rarest first (terms no decision has are absent). Probed term by
  * term: `lexeme = ANY(…)` next to the tenant policy was a filter over the workspace's whole index.
  */
-const termCounts = (terms: ReadonlyArray<string>) =>
-  Effect.gen(function*() {
-    const sql = yield* ScopedSql
-    return yield* sql<{ lexeme: string; n: number }>`
-      SELECT x.lexeme, x.n FROM unnest(${[...new Set(terms)]}::text[]) AS t(lexeme)
-      CROSS JOIN LATERAL (SELECT lexeme, doc_count::float8 AS n FROM search_terms s WHERE s.lexeme = t.lexeme LIMIT 1) x
-      ORDER BY x.n, x.lexeme`
-  })
+const termCounts = Effect.fnUntraced(function*(terms: ReadonlyArray<string>) {
+  const sql = yield* ScopedSql
+  return yield* sql<{ lexeme: string; n: number }>`
+    SELECT x.lexeme, x.n FROM unnest(${[...new Set(terms)]}::text[]) AS t(lexeme)
+    CROSS JOIN LATERAL (SELECT lexeme, doc_count::float8 AS n FROM search_terms s WHERE s.lexeme = t.lexeme LIMIT 1) x
+    ORDER BY x.n, x.lexeme`
+})
 
 const isFiltered = (filters: DecisionFilters) => Object.values(filters).some((value) => value !== undefined)
 
@@ -206,17 +203,16 @@ const literalOf = (text: string | undefined) => {
 }
 
 /** Of the decisions holding the phrase, those holding the query's text as written (their title, request or answer). */
-const literalMatches = (literal: string | undefined, rows: ReadonlyArray<{ readonly ledger_id: string; readonly created_at: Date }>) =>
-  Effect.gen(function*() {
-    if (literal === undefined || rows.length === 0) return new Set<string>()
-    const sql = yield* ScopedSql
-    const held = yield* sql<{ ledger_id: string }>`
-      SELECT x.ledger_id FROM unnest(${rows.map((r) => r.ledger_id)}::uuid[], ${rows.map((r) => r.created_at.toISOString())}::timestamptz[]) AS c(id, at)
-      CROSS JOIN LATERAL (SELECT d.ledger_id::text AS ledger_id FROM decisions d WHERE d.ledger_id = c.id AND d.created_at = c.at
-        AND strpos(regexp_replace(lower(d.title || ' ' || d.raw_request || ' ' || coalesce(d.raw_response, '')), '\\s+', ' ', 'g'), ${literal}) > 0
-        LIMIT 1) x`
-    return new Set(held.map((row) => row.ledger_id))
-  })
+const literalMatches = Effect.fnUntraced(function*(literal: string | undefined, rows: ReadonlyArray<{ readonly ledger_id: string; readonly created_at: Date }>) {
+  if (literal === undefined || rows.length === 0) return new Set<string>()
+  const sql = yield* ScopedSql
+  const held = yield* sql<{ ledger_id: string }>`
+    SELECT x.ledger_id FROM unnest(${rows.map((r) => r.ledger_id)}::uuid[], ${rows.map((r) => r.created_at.toISOString())}::timestamptz[]) AS c(id, at)
+    CROSS JOIN LATERAL (SELECT d.ledger_id::text AS ledger_id FROM decisions d WHERE d.ledger_id = c.id AND d.created_at = c.at
+      AND strpos(regexp_replace(lower(d.title || ' ' || d.raw_request || ' ' || coalesce(d.raw_response, '')), '\\s+', ' ', 'g'), ${literal}) > 0
+      LIMIT 1) x`
+  return new Set(held.map((row) => row.ledger_id))
+})
 
 /**
  * Decisions holding every word of the query, newest first: the rarest term's postings, each probed for the other
@@ -224,87 +220,85 @@ const literalMatches = (literal: string | undefined, rows: ReadonlyArray<{ reado
  * restricted member's own decisions are looked through instead (it may not read the postings), as are the newest
  * decisions for a query of stopwords only.
  */
-const lexicalCandidates = (query: SimilarQuery, wanted: number) =>
-  Effect.gen(function*() {
-    if (query.text === undefined) return []
-    const sql = yield* ScopedSql
-    // every word, as the lexical index holds them (stems, stopwords too)
-    const terms = [...new Set((yield* sql<{ lexeme: string }>`
-      SELECT lexeme FROM unnest(to_tsvector(${LEXICAL_CONFIG}::regconfig, ${query.text}))`).map((row) => row.lexeme))]
-    if (terms.length === 0 || terms.length > MAX_LEXICAL_TERMS) return []
-    const posted = terms.filter((term) => !UNPOSTED_LEXEMES.has(term))
-    if (query.restricted) {
-      // its own decisions, newest first (by the decisions' index: the search rows' policy probes each one)
-      return yield* sql<Candidate>`
-        SELECT d.ledger_id::text AS ledger_id, d.created_at::text AS at
-        FROM (SELECT d.ledger_id, d.created_at FROM decisions d ORDER BY d.created_at DESC LIMIT ${SCAN_WITHOUT_POSTINGS}) d
-        CROSS JOIN LATERAL (SELECT 1 FROM decision_search s WHERE s.ledger_id = d.ledger_id AND s.created_at = d.created_at
-          AND s.document @@ plainto_tsquery(${LEXICAL_CONFIG}::regconfig, ${query.text}) LIMIT 1) m
-        LIMIT ${wanted}`
-    }
-    if (posted.length === 0) {
-      // stopwords only: the newest documents, matched one by one
-      return yield* sql<Candidate>`
-        SELECT s.ledger_id::text AS ledger_id, s.created_at::text AS at
-        FROM (SELECT ledger_id, created_at, document FROM decision_search ORDER BY created_at DESC LIMIT ${SCAN_WITHOUT_POSTINGS}) s
-        WHERE s.document @@ plainto_tsquery(${LEXICAL_CONFIG}::regconfig, ${query.text}) LIMIT ${wanted}`
-    }
-    const counts = yield* termCounts(posted)
-    // a term no decision has: no decision holds them all
-    if (counts.length < posted.length) return []
-    const [rarest, ...others] = counts.map((row) => row.lexeme)
-    return yield* newestHolding(rarest!, others, wanted)
-  })
+const lexicalCandidates = Effect.fnUntraced(function*(query: SimilarQuery, wanted: number) {
+  if (query.text === undefined) return []
+  const sql = yield* ScopedSql
+  // every word, as the lexical index holds them (stems, stopwords too)
+  const terms = [...new Set((yield* sql<{ lexeme: string }>`
+    SELECT lexeme FROM unnest(to_tsvector(${LEXICAL_CONFIG}::regconfig, ${query.text}))`).map((row) => row.lexeme))]
+  if (terms.length === 0 || terms.length > MAX_LEXICAL_TERMS) return []
+  const posted = terms.filter((term) => !UNPOSTED_LEXEMES.has(term))
+  if (query.restricted) {
+    // its own decisions, newest first (by the decisions' index: the search rows' policy probes each one)
+    return yield* sql<Candidate>`
+      SELECT d.ledger_id::text AS ledger_id, d.created_at::text AS at
+      FROM (SELECT d.ledger_id, d.created_at FROM decisions d ORDER BY d.created_at DESC LIMIT ${SCAN_WITHOUT_POSTINGS}) d
+      CROSS JOIN LATERAL (SELECT 1 FROM decision_search s WHERE s.ledger_id = d.ledger_id AND s.created_at = d.created_at
+        AND s.document @@ plainto_tsquery(${LEXICAL_CONFIG}::regconfig, ${query.text}) LIMIT 1) m
+      LIMIT ${wanted}`
+  }
+  if (posted.length === 0) {
+    // stopwords only: the newest documents, matched one by one
+    return yield* sql<Candidate>`
+      SELECT s.ledger_id::text AS ledger_id, s.created_at::text AS at
+      FROM (SELECT ledger_id, created_at, document FROM decision_search ORDER BY created_at DESC LIMIT ${SCAN_WITHOUT_POSTINGS}) s
+      WHERE s.document @@ plainto_tsquery(${LEXICAL_CONFIG}::regconfig, ${query.text}) LIMIT ${wanted}`
+  }
+  const counts = yield* termCounts(posted)
+  // a term no decision has: no decision holds them all
+  if (counts.length < posted.length) return []
+  const [rarest, ...others] = counts.map((row) => row.lexeme)
+  return yield* newestHolding(rarest!, others, wanted)
+})
 
 /** Candidates by meaning (see the header); the strategy that found them. */
-const meaningCandidates = (query: SimilarQuery, conditions: ReturnType<ScopedSql["Service"]["and"]>, wanted: number) =>
-  Effect.gen(function*() {
-    const sql = yield* ScopedSql
-    if (query.pgvector) {
-      const byEmbedding = Option.isSome(query.embedding)
-      const column = sql.literal(byEmbedding ? "s.embedding::vector(256)" : "s.local_vector::vector(256)")
-      const vector = vectorLiteral(byEmbedding ? Option.getOrThrow(query.embedding).vector : query.localVector)
-      // filtered nearest neighbours: keep scanning the index until enough rows pass the filters
-      yield* sql`SELECT set_config('hnsw.ef_search', '400', true), set_config('hnsw.iterative_scan', 'relaxed_order', true)`
-      const rows = yield* sql<Candidate>`
-        SELECT d.ledger_id::text AS ledger_id, d.created_at::text AS at FROM decision_search s JOIN decisions d ON d.ledger_id = s.ledger_id
-        WHERE ${conditions} ${byEmbedding ? sql`AND s.embedding_model = ${Option.getOrThrow(query.embedding).model}` : sql``}
-        ORDER BY ${column} <=> ${vector}::vector(256) LIMIT ${CANDIDATES}`
-      return { strategy: "pgvector" as const, ids: rows }
-    }
-    if (query.lexemes.length === 0) return { strategy: "full_text" as const, ids: [] as Array<Candidate> }
-    if (query.restricted) {
-      const rows = yield* sql<Candidate>`
-        SELECT d.ledger_id::text AS ledger_id, d.created_at::text AS at FROM decision_search s JOIN decisions d ON d.ledger_id = s.ledger_id
-        WHERE ${conditions} ORDER BY s.created_at DESC LIMIT ${FILTERED_CANDIDATES}`
-      return { strategy: "recent" as const, ids: rows }
-    }
-    const frequencies = yield* termCounts(query.lexemes)
-    if (frequencies.length === 0) return { strategy: "full_text" as const, ids: [] as Array<Candidate> }
-    const rare: Array<string> = []
-    let budget = 0
-    for (const term of frequencies) {
-      if (rare.length >= MAX_QUERY_TERMS || (rare.length > 0 && budget + term.n > TERM_BUDGET)) break
-      rare.push(term.lexeme)
-      budget += term.n
-    }
-    if (budget <= TERM_BUDGET) {
-      const rows = yield* sql<Candidate>`
-        SELECT p.ledger_id::text AS ledger_id, max(p.created_at)::text AS at FROM unnest(${rare}::text[]) AS t(lexeme)
-        -- LIMIT keeps the probe per term (flattened, a planner without statistics scanned every posting of the workspace)
-        CROSS JOIN LATERAL (SELECT u.ledger_id, u.created_at FROM search_posting_blocks b, ${sql.literal(ENTRIES)}
-          WHERE b.lexeme = t.lexeme LIMIT ${TERM_BUDGET}) p
-        GROUP BY p.ledger_id ORDER BY count(*) DESC, max(p.created_at) DESC LIMIT ${wanted}`
-      return { strategy: "full_text" as const, ids: rows }
-    }
-    // every term is common: the newest decisions that have any of them (each term's newest postings)
-    const newest = new Map<string, Posting>()
-    for (const term of frequencies.slice(0, MAX_QUERY_TERMS)) {
-      for (const posting of yield* newestHolding(term.lexeme, [], wanted)) newest.set(posting.ledger_id, posting)
-    }
-    const rows: Array<Candidate> = [...newest.values()].sort(newestFirst).slice(0, wanted)
+const meaningCandidates = Effect.fnUntraced(function*(query: SimilarQuery, conditions: ReturnType<ScopedSql["Service"]["and"]>, wanted: number) {
+  const sql = yield* ScopedSql
+  if (query.pgvector) {
+    const byEmbedding = Option.isSome(query.embedding)
+    const column = sql.literal(byEmbedding ? "s.embedding::vector(256)" : "s.local_vector::vector(256)")
+    const vector = vectorLiteral(byEmbedding ? Option.getOrThrow(query.embedding).vector : query.localVector)
+    // filtered nearest neighbours: keep scanning the index until enough rows pass the filters
+    yield* sql`SELECT set_config('hnsw.ef_search', '400', true), set_config('hnsw.iterative_scan', 'relaxed_order', true)`
+    const rows = yield* sql<Candidate>`
+      SELECT d.ledger_id::text AS ledger_id, d.created_at::text AS at FROM decision_search s JOIN decisions d ON d.ledger_id = s.ledger_id
+      WHERE ${conditions} ${byEmbedding ? sql`AND s.embedding_model = ${Option.getOrThrow(query.embedding).model}` : sql``}
+      ORDER BY ${column} <=> ${vector}::vector(256) LIMIT ${CANDIDATES}`
+    return { strategy: "pgvector" as const, ids: rows }
+  }
+  if (query.lexemes.length === 0) return { strategy: "full_text" as const, ids: [] as Array<Candidate> }
+  if (query.restricted) {
+    const rows = yield* sql<Candidate>`
+      SELECT d.ledger_id::text AS ledger_id, d.created_at::text AS at FROM decision_search s JOIN decisions d ON d.ledger_id = s.ledger_id
+      WHERE ${conditions} ORDER BY s.created_at DESC LIMIT ${FILTERED_CANDIDATES}`
     return { strategy: "recent" as const, ids: rows }
-  })
+  }
+  const frequencies = yield* termCounts(query.lexemes)
+  if (frequencies.length === 0) return { strategy: "full_text" as const, ids: [] as Array<Candidate> }
+  const rare: Array<string> = []
+  let budget = 0
+  for (const term of frequencies) {
+    if (rare.length >= MAX_QUERY_TERMS || (rare.length > 0 && budget + term.n > TERM_BUDGET)) break
+    rare.push(term.lexeme)
+    budget += term.n
+  }
+  if (budget <= TERM_BUDGET) {
+    const rows = yield* sql<Candidate>`
+      SELECT p.ledger_id::text AS ledger_id, max(p.created_at)::text AS at FROM unnest(${rare}::text[]) AS t(lexeme)
+      -- LIMIT keeps the probe per term (flattened, a planner without statistics scanned every posting of the workspace)
+      CROSS JOIN LATERAL (SELECT u.ledger_id, u.created_at FROM search_posting_blocks b, ${sql.literal(ENTRIES)}
+        WHERE b.lexeme = t.lexeme LIMIT ${TERM_BUDGET}) p
+      GROUP BY p.ledger_id ORDER BY count(*) DESC, max(p.created_at) DESC LIMIT ${wanted}`
+    return { strategy: "full_text" as const, ids: rows }
+  }
+  // every term is common: the newest decisions that have any of them (each term's newest postings)
+  const newest = new Map<string, Posting>()
+  for (const term of frequencies.slice(0, MAX_QUERY_TERMS)) {
+    for (const posting of yield* newestHolding(term.lexeme, [], wanted)) newest.set(posting.ledger_id, posting)
+  }
+  const rows: Array<Candidate> = [...newest.values()].sort(newestFirst).slice(0, wanted)
+  return { strategy: "recent" as const, ids: rows }
+})
 
 /** Words of the query as they are written (any letters or digits): each must appear in a decision that holds it. */
 const writtenWords = (text: string) => [...new Set(text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [])]
@@ -314,76 +308,74 @@ const likePattern = (word: string) => `%${word.replace(/[\\%_]/g, (c) => `\\${c}
  * The newest decisions built but not analysed yet that hold the query: their text read from the decision itself
  * (the words as written first, then the phrase as the index would match it), scored against local vectors.
  */
-const unanalysedMatches = (query: SimilarQuery, conditions: ReturnType<ScopedSql["Service"]["and"]>) =>
-  Effect.gen(function*() {
-    if (query.text === undefined) return []
-    const words = writtenWords(query.text)
-    if (words.length === 0 || words.length > MAX_LEXICAL_TERMS) return []
-    const sql = yield* ScopedSql
-    // what the materialiser has read up to (a restricted member cannot see it: the newest of its own decisions)
-    const [cursor] = yield* sql<{ at: string; id: string }>`
-      SELECT built_cursor::text AS at, built_cursor_id::text AS id FROM analytics_progress WHERE built_cursor IS NOT NULL`
-    const rows = yield* sql<BuiltDecision & SummaryRow>`
-      SELECT ${sql.literal(BUILT_COLUMNS)}, d.confidence, d.usage FROM (
-        SELECT d.ledger_id FROM decisions d
-        WHERE (d.built_at, d.ledger_id) > (${cursor?.at ?? "-infinity"}::timestamptz, ${cursor?.id ?? "00000000-0000-0000-0000-000000000000"}::uuid)
-        ORDER BY d.built_at DESC, d.ledger_id DESC LIMIT ${UNANALYSED}) n
-      CROSS JOIN LATERAL (SELECT d.* FROM decisions d WHERE d.ledger_id = n.ledger_id LIMIT 1) d
-      LEFT JOIN LATERAL (SELECT true AS done FROM decision_search s WHERE s.ledger_id = d.ledger_id LIMIT 1) s ON true
-      WHERE s.done IS NULL AND ${conditions}
-        AND (d.title || ' ' || d.raw_request || ' ' || coalesce(d.raw_response, '')) ILIKE ALL (${words.map(likePattern)}::text[])`
-    if (rows.length === 0) return []
-    const analyses = rows.map(analyseDecision)
-    const flags = yield* sql<{ i: number; phrase: boolean; all_terms: boolean }>`
-      SELECT t.i::int AS i, to_tsvector(${LEXICAL_CONFIG}::regconfig, t.text) @@ phraseto_tsquery(${LEXICAL_CONFIG}::regconfig, ${query.text}) AS phrase,
-        to_tsvector(${LEXICAL_CONFIG}::regconfig, t.text) @@ plainto_tsquery(${LEXICAL_CONFIG}::regconfig, ${query.text}) AS all_terms
-      FROM unnest(${analyses.map((a) => a.lexicalText)}::text[]) WITH ORDINALITY AS t(text, i)`
-    const literal = literalOf(query.text)
-    return flags.flatMap((flag): Array<Scored> => {
-      const analysis = analyses[flag.i - 1]!
-      const exact = literal !== undefined && analysis.lexicalText.replace(/\s+/g, " ").toLowerCase().includes(literal)
-      return flag.all_terms
-        ? [{
-          summary: rows[flag.i - 1]!,
-          similarity: similarity(query.localVector, localVector(analysis.searchText)),
-          match: matchOf(flag, exact),
-          lexemes: []
-        }]
-        : []
-    })
+const unanalysedMatches = Effect.fnUntraced(function*(query: SimilarQuery, conditions: ReturnType<ScopedSql["Service"]["and"]>) {
+  if (query.text === undefined) return []
+  const words = writtenWords(query.text)
+  if (words.length === 0 || words.length > MAX_LEXICAL_TERMS) return []
+  const sql = yield* ScopedSql
+  // what the materialiser has read up to (a restricted member cannot see it: the newest of its own decisions)
+  const [cursor] = yield* sql<{ at: string; id: string }>`
+    SELECT built_cursor::text AS at, built_cursor_id::text AS id FROM analytics_progress WHERE built_cursor IS NOT NULL`
+  const rows = yield* sql<BuiltDecision & SummaryRow>`
+    SELECT ${sql.literal(BUILT_COLUMNS)}, d.confidence, d.usage FROM (
+      SELECT d.ledger_id FROM decisions d
+      WHERE (d.built_at, d.ledger_id) > (${cursor?.at ?? "-infinity"}::timestamptz, ${cursor?.id ?? "00000000-0000-0000-0000-000000000000"}::uuid)
+      ORDER BY d.built_at DESC, d.ledger_id DESC LIMIT ${UNANALYSED}) n
+    CROSS JOIN LATERAL (SELECT d.* FROM decisions d WHERE d.ledger_id = n.ledger_id LIMIT 1) d
+    LEFT JOIN LATERAL (SELECT true AS done FROM decision_search s WHERE s.ledger_id = d.ledger_id LIMIT 1) s ON true
+    WHERE s.done IS NULL AND ${conditions}
+      AND (d.title || ' ' || d.raw_request || ' ' || coalesce(d.raw_response, '')) ILIKE ALL (${words.map(likePattern)}::text[])`
+  if (rows.length === 0) return []
+  const analyses = rows.map(analyseDecision)
+  const flags = yield* sql<{ i: number; phrase: boolean; all_terms: boolean }>`
+    SELECT t.i::int AS i, to_tsvector(${LEXICAL_CONFIG}::regconfig, t.text) @@ phraseto_tsquery(${LEXICAL_CONFIG}::regconfig, ${query.text}) AS phrase,
+      to_tsvector(${LEXICAL_CONFIG}::regconfig, t.text) @@ plainto_tsquery(${LEXICAL_CONFIG}::regconfig, ${query.text}) AS all_terms
+    FROM unnest(${analyses.map((a) => a.lexicalText)}::text[]) WITH ORDINALITY AS t(text, i)`
+  const literal = literalOf(query.text)
+  return flags.flatMap((flag): Array<Scored> => {
+    const analysis = analyses[flag.i - 1]!
+    const exact = literal !== undefined && analysis.lexicalText.replace(/\s+/g, " ").toLowerCase().includes(literal)
+    return flag.all_terms
+      ? [{
+        summary: rows[flag.i - 1]!,
+        similarity: similarity(query.localVector, localVector(analysis.searchText)),
+        match: matchOf(flag, exact),
+        lexemes: []
+      }]
+      : []
   })
+})
 
-export const searchSimilar = (query: SimilarQuery) =>
-  Effect.gen(function*() {
-    const sql = yield* ScopedSql
-    const conditions = sql.and([
-      ...filterConditions(sql, query.filters),
-      query.excludeLedgerId === undefined ? sql`TRUE` : sql`d.ledger_id <> ${query.excludeLedgerId}::uuid`
-    ])
-    // filters drop candidates after they are found: look further when there are some
-    const wanted = isFiltered(query.filters) ? FILTERED_CANDIDATES : CANDIDATES
-    const lexical = yield* lexicalCandidates(query, isFiltered(query.filters) ? FILTERED_CANDIDATES : LEXICAL_CANDIDATES)
-    const { ids: byMeaning, strategy } = yield* meaningCandidates(query, conditions, wanted)
-    const ids = [...new Map([...lexical, ...byMeaning].map((c) => [c.ledger_id, c])).values()]
-    // one probe per id, by key and time (see the builder's store): `s.ledger_id = ANY(ids)` next to the tenant policy
-    // was ANDed with a bitmap of the whole workspace's rows (50–90 ms at 400k decisions, against 2 ms); without the
-    // time, a planner without statistics walked the workspace's search rows by time for each id
+export const searchSimilar = Effect.fnUntraced(function*(query: SimilarQuery) {
+  const sql = yield* ScopedSql
+  const conditions = sql.and([
+    ...filterConditions(sql, query.filters),
+    query.excludeLedgerId === undefined ? sql`TRUE` : sql`d.ledger_id <> ${query.excludeLedgerId}::uuid`
+  ])
+  // filters drop candidates after they are found: look further when there are some
+  const wanted = isFiltered(query.filters) ? FILTERED_CANDIDATES : CANDIDATES
+  const lexical = yield* lexicalCandidates(query, isFiltered(query.filters) ? FILTERED_CANDIDATES : LEXICAL_CANDIDATES)
+  const { ids: byMeaning, strategy } = yield* meaningCandidates(query, conditions, wanted)
+  const ids = [...new Map([...lexical, ...byMeaning].map((c) => [c.ledger_id, c])).values()]
+  // one probe per id, by key and time (see the builder's store): `s.ledger_id = ANY(ids)` next to the tenant policy
+  // was ANDed with a bitmap of the whole workspace's rows (50–90 ms at 400k decisions, against 2 ms); without the
+  // time, a planner without statistics walked the workspace's search rows by time for each id
 
-    const text = query.text ?? ""
-    const candidates = ids.length === 0 ? [] : yield* sql<CandidateRow>`
-      SELECT x.* FROM unnest(${ids.map((c) => c.ledger_id)}::uuid[], ${ids.map((c) => c.at)}::timestamptz[]) AS c(id, at)
-      CROSS JOIN LATERAL (SELECT ${sql.literal(CANDIDATE_COLUMNS)},
-          ${text} <> '' AND s.document @@ phraseto_tsquery(${LEXICAL_CONFIG}::regconfig, ${text}) AS phrase,
-          ${text} <> '' AND s.document @@ plainto_tsquery(${LEXICAL_CONFIG}::regconfig, ${text}) AS all_terms
-        FROM decision_search s JOIN decisions d ON d.ledger_id = s.ledger_id AND d.created_at = s.created_at
-        WHERE s.ledger_id = c.id AND s.created_at = c.at AND ${conditions} LIMIT 1) x`
-    const exact = yield* literalMatches(literalOf(query.text), candidates.filter((row) => row.phrase))
-    const scored: Array<Scored> = candidates.map((row) => ({
-      summary: row,
-      similarity: similarityOf(query, row),
-      match: matchOf(row, exact.has(row.ledger_id)),
-      lexemes: row.lexemes
-    }))
-    const unanalysed = yield* unanalysedMatches(query, conditions)
-    return { strategy: strategy satisfies SimilarResult["candidates"], data: rank(query, [...scored, ...unanalysed]) }
-  })
+  const text = query.text ?? ""
+  const candidates = ids.length === 0 ? [] : yield* sql<CandidateRow>`
+    SELECT x.* FROM unnest(${ids.map((c) => c.ledger_id)}::uuid[], ${ids.map((c) => c.at)}::timestamptz[]) AS c(id, at)
+    CROSS JOIN LATERAL (SELECT ${sql.literal(CANDIDATE_COLUMNS)},
+        ${text} <> '' AND s.document @@ phraseto_tsquery(${LEXICAL_CONFIG}::regconfig, ${text}) AS phrase,
+        ${text} <> '' AND s.document @@ plainto_tsquery(${LEXICAL_CONFIG}::regconfig, ${text}) AS all_terms
+      FROM decision_search s JOIN decisions d ON d.ledger_id = s.ledger_id AND d.created_at = s.created_at
+      WHERE s.ledger_id = c.id AND s.created_at = c.at AND ${conditions} LIMIT 1) x`
+  const exact = yield* literalMatches(literalOf(query.text), candidates.filter((row) => row.phrase))
+  const scored: Array<Scored> = candidates.map((row) => ({
+    summary: row,
+    similarity: similarityOf(query, row),
+    match: matchOf(row, exact.has(row.ledger_id)),
+    lexemes: row.lexemes
+  }))
+  const unanalysed = yield* unanalysedMatches(query, conditions)
+  return { strategy: strategy satisfies SimilarResult["candidates"], data: rank(query, [...scored, ...unanalysed]) }
+})

@@ -25,7 +25,7 @@ const MAX_DEFERRAL_MS = 60_000
  *
  * The age matters on a machine that analytics and the builders fill together: captures do not pile up there, each
  * batch just takes longer to build, and a materialiser round would otherwise run its seconds of batches to the end
- * (bench/RESULTS.md, "Capture to visible at 2,000 calls/s").
+ * (bench/notes/pipeline.md, "Analytics yields by the age of what waits").
  */
 export const yieldingToIngest = <A, E, R>(name: string, step: (stopEarly: Effect.Effect<boolean>) => Effect.Effect<A, E, R>) =>
   Effect.gen(function*() {

@@ -199,16 +199,15 @@ export class Accounts extends Context.Service<Accounts, {
         }))
       })
 
-      const openInvitation = (token: string) =>
-        Effect.gen(function*() {
-          const sql = yield* ScopedSql
-          const rows = yield* sql<PendingInvitation & Workspace & { invitation_id: string }>`
-            SELECT i.invitation_id::text, i.tenant_id::text, i.workspace_id::text, i.email, i.role, t.name AS tenant_name, w.name AS workspace_name
-            FROM app_invitations i JOIN tenants t ON t.tenant_id = i.tenant_id JOIN workspaces w ON w.workspace_id = i.workspace_id
-            WHERE i.token_hash = ${hashToken(token)} AND i.accepted_at IS NULL AND i.expires_at > now()
-            FOR UPDATE OF i`
-          return rows[0]
-        })
+      const openInvitation = Effect.fnUntraced(function*(token: string) {
+        const sql = yield* ScopedSql
+        const rows = yield* sql<PendingInvitation & Workspace & { invitation_id: string }>`
+          SELECT i.invitation_id::text, i.tenant_id::text, i.workspace_id::text, i.email, i.role, t.name AS tenant_name, w.name AS workspace_name
+          FROM app_invitations i JOIN tenants t ON t.tenant_id = i.tenant_id JOIN workspaces w ON w.workspace_id = i.workspace_id
+          WHERE i.token_hash = ${hashToken(token)} AND i.accepted_at IS NULL AND i.expires_at > now()
+          FOR UPDATE OF i`
+        return rows[0]
+      })
 
       const pendingInvitation = Effect.fn("Accounts.pendingInvitation")(function*(token: string) {
         const open = yield* tenantSql.control(openInvitation(token))

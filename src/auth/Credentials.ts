@@ -166,25 +166,24 @@ export class Credentials extends Context.Service<Credentials, {
         }))
       })
 
-      const findMember = (input: { readonly email: string; readonly workspace: string; readonly tenant?: string | undefined }) =>
-        Effect.gen(function*() {
-          const sql = yield* ScopedSql
-          const members = yield* sql<MemberIds>`
-            SELECT m.tenant_id, m.workspace_id, m.user_id
-            FROM memberships m
-            JOIN workspaces w ON w.workspace_id = m.workspace_id
-            JOIN users u ON u.user_id = m.user_id
-            JOIN tenants t ON t.tenant_id = m.tenant_id
-            WHERE w.name = ${input.workspace} AND u.email = ${input.email}
-              AND (${input.tenant ?? null}::text IS NULL OR t.name = ${input.tenant ?? null})`
-          if (members.length === 0) {
-            return yield* new NotFound({ message: `no member ${input.email} in workspace ${input.workspace}` })
-          }
-          if (members.length > 1) {
-            return yield* new BadRequest({ message: `workspace ${input.workspace} exists in several tenants: pass --tenant`, param: "tenant" })
-          }
-          return one(members)
-        })
+      const findMember = Effect.fnUntraced(function*(input: { readonly email: string; readonly workspace: string; readonly tenant?: string | undefined }) {
+        const sql = yield* ScopedSql
+        const members = yield* sql<MemberIds>`
+          SELECT m.tenant_id, m.workspace_id, m.user_id
+          FROM memberships m
+          JOIN workspaces w ON w.workspace_id = m.workspace_id
+          JOIN users u ON u.user_id = m.user_id
+          JOIN tenants t ON t.tenant_id = m.tenant_id
+          WHERE w.name = ${input.workspace} AND u.email = ${input.email}
+            AND (${input.tenant ?? null}::text IS NULL OR t.name = ${input.tenant ?? null})`
+        if (members.length === 0) {
+          return yield* new NotFound({ message: `no member ${input.email} in workspace ${input.workspace}` })
+        }
+        if (members.length > 1) {
+          return yield* new BadRequest({ message: `workspace ${input.workspace} exists in several tenants: pass --tenant`, param: "tenant" })
+        }
+        return one(members)
+      })
 
       const member = Effect.fn("Credentials.member")(function*(input: { readonly email: string; readonly workspace: string; readonly tenant?: string | undefined }) {
         return yield* tenantSql.control(findMember(input))

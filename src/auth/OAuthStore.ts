@@ -293,26 +293,25 @@ export class OAuthStore extends Context.Service<OAuthStore, {
       })
 
       /** Issues an access + refresh token pair in a grant (inside a control transaction). */
-      const issue = (grant: Pick<TokenRow, "authorization_id" | "client_id" | "tenant_id" | "workspace_id" | "user_id" | "scope" | "audience">) =>
-        Effect.gen(function*() {
-          const sql = yield* ScopedSql
-          const access = generateToken("oauth")
-          const refresh = random(REFRESH_PREFIX)
-          for (const [kind, token, ttl, prefix] of [
-            ["access", access, ACCESS_TOKEN_TTL_SECONDS, TOKEN_PREFIX.oauth],
-            ["refresh", refresh, REFRESH_TOKEN_TTL_SECONDS, REFRESH_PREFIX]
-          ] as const) {
-            yield* sql`INSERT INTO oauth_tokens (token_id, token_hash, kind, authorization_id, client_id, tenant_id, workspace_id,
-                user_id, scope, audience, display_prefix, expires_at)
-              VALUES (${Crypto.randomUUID()}, ${hashToken(token)}, ${kind}, ${grant.authorization_id}, ${grant.client_id},
-                ${grant.tenant_id}, ${grant.workspace_id}, ${grant.user_id}, ${grant.scope}, ${grant.audience},
-                ${token.slice(0, prefix.length + 4)},
-                LEAST(now() + make_interval(secs => ${ttl}), (SELECT a.consented_at + make_interval(days => ${GRANT_MAX_AGE_DAYS})
-                  FROM oauth_authorizations a WHERE a.authorization_id = ${grant.authorization_id})))`
-          }
-          yield* clientUsed(grant.client_id)
-          return { access_token: access, refresh_token: refresh, expires_in: ACCESS_TOKEN_TTL_SECONDS, scope: grant.scope }
-        })
+      const issue = Effect.fnUntraced(function*(grant: Pick<TokenRow, "authorization_id" | "client_id" | "tenant_id" | "workspace_id" | "user_id" | "scope" | "audience">) {
+        const sql = yield* ScopedSql
+        const access = generateToken("oauth")
+        const refresh = random(REFRESH_PREFIX)
+        for (const [kind, token, ttl, prefix] of [
+          ["access", access, ACCESS_TOKEN_TTL_SECONDS, TOKEN_PREFIX.oauth],
+          ["refresh", refresh, REFRESH_TOKEN_TTL_SECONDS, REFRESH_PREFIX]
+        ] as const) {
+          yield* sql`INSERT INTO oauth_tokens (token_id, token_hash, kind, authorization_id, client_id, tenant_id, workspace_id,
+              user_id, scope, audience, display_prefix, expires_at)
+            VALUES (${Crypto.randomUUID()}, ${hashToken(token)}, ${kind}, ${grant.authorization_id}, ${grant.client_id},
+              ${grant.tenant_id}, ${grant.workspace_id}, ${grant.user_id}, ${grant.scope}, ${grant.audience},
+              ${token.slice(0, prefix.length + 4)},
+              LEAST(now() + make_interval(secs => ${ttl}), (SELECT a.consented_at + make_interval(days => ${GRANT_MAX_AGE_DAYS})
+                FROM oauth_authorizations a WHERE a.authorization_id = ${grant.authorization_id})))`
+        }
+        yield* clientUsed(grant.client_id)
+        return { access_token: access, refresh_token: refresh, expires_in: ACCESS_TOKEN_TTL_SECONDS, scope: grant.scope }
+      })
 
       const revokeGrant = (authorizationId: string) =>
         ScopedSql.use((sql) =>

@@ -42,13 +42,12 @@ export interface SignedIn {
   readonly csrf: string
 }
 
-export const signedIn = (request: HttpServerRequest.HttpServerRequest, names: CookieNames, sessions: AppSessions["Service"]) =>
-  Effect.gen(function*() {
-    const token = request.cookies[names.session]
-    if (token === undefined || token.length === 0 || token.length > 200) return undefined
-    const member = yield* sessions.resolve(token)
-    return member === undefined ? undefined : ({ member, session: token, csrf: csrfTokenOf(token) } satisfies SignedIn)
-  })
+export const signedIn = Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest, names: CookieNames, sessions: AppSessions["Service"]) {
+  const token = request.cookies[names.session]
+  if (token === undefined || token.length === 0 || token.length > 200) return undefined
+  const member = yield* sessions.resolve(token)
+  return member === undefined ? undefined : ({ member, session: token, csrf: csrfTokenOf(token) } satisfies SignedIn)
+})
 
 /** Sets the session cookie for a fresh session. */
 export const withSession = (response: HttpServerResponse.HttpServerResponse, names: CookieNames, token: string) =>

@@ -60,84 +60,82 @@ export const BuilderWorkers = Layer.effectDiscard(Effect.gen(function*() {
   const reclaimEvery = Duration.millis(Math.min(Math.max(settings.reclaimIdleMs / 4, 250), 15_000))
 
   /** The fibers of one shard, until it is given up. */
-  const read = (index: number, stream: CaptureStream["Service"], builder: DecisionBuilder["Service"], held: Held) =>
-    Effect.gen(function*() {
-      const label = index === 0 && !sharded ? "" : ` (shard ${index})`
-      /**
-       * The throughput record (`ledger status`) each loop counts its batches under: one row a second per loop, since a
-       * transaction's upsert of a row another open transaction upserted waits for that one to commit — under one
-       * name, the consumers of a process's shards committed one after another. Status counts the process, before "/".
-       */
-      const recordOf = (loop: string) => `${name}/${index}.${loop}`
-      /**
-       * With a backlog (its last batch was full) a consumer reads and derives its next batch while the current one
-       * commits: the derivation needs no database, and the process's event loop would otherwise sit idle through the
-       * transaction's round trips (bench/RESULTS.md, "Backlog drain of short captures"). Without one it reads after the
-       * commit, so the next batch gathers what arrives meanwhile. Batches commit one after another, in the order read; a
-       * batch read ahead is committed even if the shard is given up meanwhile, and at shutdown stays pending (reclaimed).
-       */
-      const consume = (consumer: string, record: string) =>
-        Effect.gen(function*() {
-          let count = settings.builderBatchSize
-          const readNext = (lingerMs: number) =>
-            Effect.gen(function*() {
-              if (lingerMs > 0) yield* Effect.sleep(Duration.millis(lingerMs))
-              const requested = count
-              const entries = yield* untilStreamAnswers("read", stream.read(consumer, { count: requested, blockMs: READ_BLOCK_MS }))
-              count = nextBatchCount(entries, count, settings)
-              return { full: entries.length >= requested, read: entries.length, prepared: yield* builder.prepare(entries) }
-            })
-          let next = yield* Effect.forkChild(readNext(0))
-          while (true) {
-            const batch = yield* Fiber.join(next)
-            const ahead = batch.full && !held.stopped
-            if (ahead) next = yield* Effect.forkChild(readNext(0))
-            if (batch.read > 0) yield* builder.commit(record, batch.prepared)
-            if (ahead) continue
-            if (held.stopped) return
-            // a short batch: let the next one gather (see builderLingerMs)
-            next = yield* Effect.forkChild(readNext(batch.read > 0 ? settings.builderLingerMs : 0))
-          }
-        })
-      const reclaimer = `${name}-reclaimer`
-      let reclaimCount = settings.builderBatchSize
-      const reclaim = Effect.gen(function*() {
-        yield* Effect.sleep(reclaimEvery)
-        if (held.stopped || !(yield* databaseAnswers)) return
+  const read = Effect.fnUntraced(function*(index: number, stream: CaptureStream["Service"], builder: DecisionBuilder["Service"], held: Held) {
+    const label = index === 0 && !sharded ? "" : ` (shard ${index})`
+    /**
+     * The throughput record (`ledger status`) each loop counts its batches under: one row a second per loop, since a
+     * transaction's upsert of a row another open transaction upserted waits for that one to commit — under one
+     * name, the consumers of a process's shards committed one after another. Status counts the process, before "/".
+     */
+    const recordOf = (loop: string) => `${name}/${index}.${loop}`
+    /**
+     * With a backlog (its last batch was full) a consumer reads and derives its next batch while the current one
+     * commits: the derivation needs no database, and the process's event loop would otherwise sit idle through the
+     * transaction's round trips (bench/notes/ingest.md, "Consumers read ahead"). Without one it reads after the
+     * commit, so the next batch gathers what arrives meanwhile. Batches commit one after another, in the order read; a
+     * batch read ahead is committed even if the shard is given up meanwhile, and at shutdown stays pending (reclaimed).
+     */
+    const consume = (consumer: string, record: string) =>
+      Effect.gen(function*() {
+        let count = settings.builderBatchSize
+        const readNext = (lingerMs: number) =>
+          Effect.gen(function*() {
+            if (lingerMs > 0) yield* Effect.sleep(Duration.millis(lingerMs))
+            const requested = count
+            const entries = yield* untilStreamAnswers("read", stream.read(consumer, { count: requested, blockMs: READ_BLOCK_MS }))
+            count = nextBatchCount(entries, count, settings)
+            return { full: entries.length >= requested, read: entries.length, prepared: yield* builder.prepare(entries) }
+          })
+        let next = yield* Effect.forkChild(readNext(0))
         while (true) {
-          const requested = reclaimCount
-          const entries = yield* stream.reclaim(reclaimer, { minIdleMs: settings.reclaimIdleMs, count: requested })
-          if (entries.length === 0) return
-          reclaimCount = nextBatchCount(entries, reclaimCount, settings)
-          yield* Effect.logInfo("reclaimed idle captures", { count: entries.length, shard: index })
-          yield* builder.process(recordOf("reclaimer"), entries)
-          if (entries.length < requested) return
+          const batch = yield* Fiber.join(next)
+          const ahead = batch.full && !held.stopped
+          if (ahead) next = yield* Effect.forkChild(readNext(0))
+          if (batch.read > 0) yield* builder.commit(record, batch.prepared)
+          if (ahead) continue
+          if (held.stopped) return
+          // a short batch: let the next one gather (see builderLingerMs)
+          next = yield* Effect.forkChild(readNext(batch.read > 0 ? settings.builderLingerMs : 0))
         }
-      }).pipe(Effect.catch((error) => Effect.logWarning("reclaim failed; retrying", { error: error.message })))
-      const pruneConsumers = stream.pruneConsumers({ minIdleMs: Duration.toMillis(CONSUMER_IDLE_LIMIT) }).pipe(
-        Effect.tap((removed) => removed.length > 0 ? Effect.logInfo("removed consumers of builders gone", { consumers: removed, shard: index }) : Effect.void),
-        Effect.catch((error) => Effect.logDebug("consumer prune failed", { error: error.message })),
-        Effect.delay(PRUNE_INTERVAL)
-      )
-      const untilGivenUp = <A, E, R>(step: Effect.Effect<A, E, R>) =>
-        Effect.gen(function*() {
-          while (!held.stopped) yield* step
-        })
-      for (let i = 0; i < settings.builderConsumers; i++) yield* supervise(`builder consumer ${i}${label}`, consume(`${name}-${i}`, recordOf(String(i))))
-      yield* supervise(`builder reclaimer${label}`, untilGivenUp(reclaim))
-      yield* supervise(`consumer pruner${label}`, untilGivenUp(pruneConsumers))
-    })
+      })
+    const reclaimer = `${name}-reclaimer`
+    let reclaimCount = settings.builderBatchSize
+    const reclaim = Effect.gen(function*() {
+      yield* Effect.sleep(reclaimEvery)
+      if (held.stopped || !(yield* databaseAnswers)) return
+      while (true) {
+        const requested = reclaimCount
+        const entries = yield* stream.reclaim(reclaimer, { minIdleMs: settings.reclaimIdleMs, count: requested })
+        if (entries.length === 0) return
+        reclaimCount = nextBatchCount(entries, reclaimCount, settings)
+        yield* Effect.logInfo("reclaimed idle captures", { count: entries.length, shard: index })
+        yield* builder.process(recordOf("reclaimer"), entries)
+        if (entries.length < requested) return
+      }
+    }).pipe(Effect.catch((error) => Effect.logWarning("reclaim failed; retrying", { error: error.message })))
+    const pruneConsumers = stream.pruneConsumers({ minIdleMs: Duration.toMillis(CONSUMER_IDLE_LIMIT) }).pipe(
+      Effect.tap((removed) => removed.length > 0 ? Effect.logInfo("removed consumers of builders gone", { consumers: removed, shard: index }) : Effect.void),
+      Effect.catch((error) => Effect.logDebug("consumer prune failed", { error: error.message })),
+      Effect.delay(PRUNE_INTERVAL)
+    )
+    const untilGivenUp = <A, E, R>(step: Effect.Effect<A, E, R>) =>
+      Effect.gen(function*() {
+        while (!held.stopped) yield* step
+      })
+    for (let i = 0; i < settings.builderConsumers; i++) yield* supervise(`builder consumer ${i}${label}`, consume(`${name}-${i}`, recordOf(String(i))))
+    yield* supervise(`builder reclaimer${label}`, untilGivenUp(reclaim))
+    yield* supervise(`consumer pruner${label}`, untilGivenUp(pruneConsumers))
+  })
 
   /** One builder per shard read (its dead-letter and ack calls go to that shard), kept for the process's life. */
   const builders = new Map<number, DecisionBuilder["Service"]>()
-  const builderOf = (index: number, stream: CaptureStream["Service"]) =>
-    Effect.gen(function*() {
-      const known = builders.get(index)
-      if (known !== undefined) return known
-      const builder = yield* makeDecisionBuilder.pipe(Effect.provideService(CaptureStream, stream), Effect.provideContext(context))
-      builders.set(index, builder)
-      return builder
-    })
+  const builderOf = Effect.fnUntraced(function*(index: number, stream: CaptureStream["Service"]) {
+    const known = builders.get(index)
+    if (known !== undefined) return known
+    const builder = yield* makeDecisionBuilder.pipe(Effect.provideService(CaptureStream, stream), Effect.provideContext(context))
+    builders.set(index, builder)
+    return builder
+  })
 
   const holding = new Map<number, Held>()
   /** shards the record named at the last round: what to give up at shutdown */
@@ -148,15 +146,14 @@ export const BuilderWorkers = Layer.effectDiscard(Effect.gen(function*() {
    * After LEDGER_CAPTURE_SHARDS was lowered, the shards beyond it are read until empty; then the record comes down to
    * it (a gateway still publishing to them raises it again, and builders read them again).
    */
-  const lowerWhenDrained = (count: number) =>
-    Effect.gen(function*() {
-      for (let index = shards.streams.length; index < count; index++) {
-        const stats = yield* Effect.flatMap(shards.stream(index), (stream) => stream.stats)
-        if (stats.lag !== 0 || stats.pending !== 0) return
-      }
-      const now = yield* shards.lower(count)
-      if (now < count) yield* Effect.logInfo("capture stream shards beyond LEDGER_CAPTURE_SHARDS are drained; no longer read", { shards: now, drained: count - now })
-    })
+  const lowerWhenDrained = Effect.fnUntraced(function*(count: number) {
+    for (let index = shards.streams.length; index < count; index++) {
+      const stats = yield* Effect.flatMap(shards.stream(index), (stream) => stream.stats)
+      if (stats.lag !== 0 || stats.pending !== 0) return
+    }
+    const now = yield* shards.lower(count)
+    if (now < count) yield* Effect.logInfo("capture stream shards beyond LEDGER_CAPTURE_SHARDS are drained; no longer read", { shards: now, drained: count - now })
+  })
 
   const round = Effect.gen(function*() {
     recorded = yield* shards.recorded

@@ -155,70 +155,68 @@ export const makeDecisionBuilder = Effect.gen(function*() {
     )
 
   const workspaceKey = (scope: WorkspaceScope) => `${scope.tenant_id}/${scope.workspace_id}`
-  const policiesOf = (captures: ReadonlyArray<StorableCapture>) =>
-    Effect.gen(function*() {
-      const policies = new Map<string, ContentPolicy>()
-      for (const capture of captures) {
-        const key = workspaceKey(capture)
-        if (!policies.has(key)) policies.set(key, yield* contentPolicies.get(capture))
-      }
-      return policies
-    })
+  const policiesOf = Effect.fnUntraced(function*(captures: ReadonlyArray<StorableCapture>) {
+    const policies = new Map<string, ContentPolicy>()
+    for (const capture of captures) {
+      const key = workspaceKey(capture)
+      if (!policies.has(key)) policies.set(key, yield* contentPolicies.get(capture))
+    }
+    return policies
+  })
 
-  const store = (record: string, scope: WorkspaceScope, items: ReadonlyArray<Pending>): Effect.Effect<Stored> =>
-    Effect.gen(function*() {
-      if (items.length === 0) return { committed: [], inserted: new Set<string>(), deadLettered: 0, released: [] }
-      let attempts = 0
-      let unexplained = 0
-      const retrying = (failure: Failure) =>
-        failure.kind === "unavailable" || (failure.kind === "other" && unexplained < OTHER_FAILURE_ATTEMPTS)
-      const result = yield* storeBatch(scope, items.map((item) => item.decision), { gapMs, consumer: record }).pipe(
-        Effect.provideService(TenantSql, tenantSql),
-        Effect.provideService(IntegrityKeys, integrityKeys),
-        Effect.timeoutOrElse({ duration: BATCH_TIMEOUT, orElse: () => Effect.fail("timeout" as const) }),
-        // typed failures and defects alike (a connection lost mid-transaction can surface as a defect)
-        Effect.catchCause((cause) => Cause.hasInterruptsOnly(cause) ? Effect.interrupt : Effect.fail(classifyFailure(Cause.squash(cause)))),
-        Effect.tapError((failure) =>
-          Effect.gen(function*() {
-            attempts++
-            if (failure.kind === "data") return
-            remember(items.map((item) => item.entry.id), failure.reason)
-            if (failure.kind === "other") unexplained++
-            if (!retrying(failure)) return
-            yield* Metric.update(builderRetries, 1)
-            // a long outage logs its first failures, then one line a minute or so
-            if (attempts <= 3 || attempts % 12 === 0) {
-              yield* Effect.logWarning("batch write failed; backing off", { captures: items.length, attempt: attempts, error: failure.reason })
-            }
-          })
-        ),
-        Effect.retry({ schedule: RETRY, while: retrying }),
-        Effect.exit
-      )
-      if (Exit.isSuccess(result)) {
-        if (attempts > 0) yield* Effect.logInfo("batch committed after retrying", { attempts: attempts + 1, captures: items.length })
-        return { committed: items, inserted: result.value.inserted, deadLettered: 0, released: [] }
+  const store = Effect.fnUntraced(function*(record: string, scope: WorkspaceScope, items: ReadonlyArray<Pending>): Effect.fn.Return<Stored> {
+    if (items.length === 0) return { committed: [], inserted: new Set<string>(), deadLettered: 0, released: [] }
+    let attempts = 0
+    let unexplained = 0
+    const retrying = (failure: Failure) =>
+      failure.kind === "unavailable" || (failure.kind === "other" && unexplained < OTHER_FAILURE_ATTEMPTS)
+    const result = yield* storeBatch(scope, items.map((item) => item.decision), { gapMs, consumer: record }).pipe(
+      Effect.provideService(TenantSql, tenantSql),
+      Effect.provideService(IntegrityKeys, integrityKeys),
+      Effect.timeoutOrElse({ duration: BATCH_TIMEOUT, orElse: () => Effect.fail("timeout" as const) }),
+      // typed failures and defects alike (a connection lost mid-transaction can surface as a defect)
+      Effect.catchCause((cause) => Cause.hasInterruptsOnly(cause) ? Effect.interrupt : Effect.fail(classifyFailure(Cause.squash(cause)))),
+      Effect.tapError((failure) =>
+        Effect.gen(function*() {
+          attempts++
+          if (failure.kind === "data") return
+          remember(items.map((item) => item.entry.id), failure.reason)
+          if (failure.kind === "other") unexplained++
+          if (!retrying(failure)) return
+          yield* Metric.update(builderRetries, 1)
+          // a long outage logs its first failures, then one line a minute or so
+          if (attempts <= 3 || attempts % 12 === 0) {
+            yield* Effect.logWarning("batch write failed; backing off", { captures: items.length, attempt: attempts, error: failure.reason })
+          }
+        })
+      ),
+      Effect.retry({ schedule: RETRY, while: retrying }),
+      Effect.exit
+    )
+    if (Exit.isSuccess(result)) {
+      if (attempts > 0) yield* Effect.logInfo("batch committed after retrying", { attempts: attempts + 1, captures: items.length })
+      return { committed: items, inserted: result.value.inserted, deadLettered: 0, released: [] }
+    }
+    const failure = Cause.squash(result.cause) as Failure
+    if (failure.kind === "data") {
+      if (items.length === 1) {
+        yield* deadLetter(items[0]!.entry, `database refused the decision: ${failure.reason}`)
+        return { committed: [], inserted: new Set<string>(), deadLettered: 1, released: [] }
       }
-      const failure = Cause.squash(result.cause) as Failure
-      if (failure.kind === "data") {
-        if (items.length === 1) {
-          yield* deadLetter(items[0]!.entry, `database refused the decision: ${failure.reason}`)
-          return { committed: [], inserted: new Set<string>(), deadLettered: 1, released: [] }
-        }
-        // find the capture at fault; the rest of the batch commits
-        const half = Math.ceil(items.length / 2)
-        const first = yield* store(record, scope, items.slice(0, half))
-        const second = yield* store(record, scope, items.slice(half))
-        return {
-          committed: [...first.committed, ...second.committed],
-          inserted: new Set([...first.inserted, ...second.inserted]),
-          deadLettered: first.deadLettered + second.deadLettered,
-          released: [...first.released, ...second.released]
-        }
+      // find the capture at fault; the rest of the batch commits
+      const half = Math.ceil(items.length / 2)
+      const first = yield* store(record, scope, items.slice(0, half))
+      const second = yield* store(record, scope, items.slice(half))
+      return {
+        committed: [...first.committed, ...second.committed],
+        inserted: new Set([...first.inserted, ...second.inserted]),
+        deadLettered: first.deadLettered + second.deadLettered,
+        released: [...first.released, ...second.released]
       }
-      yield* Effect.logError("batch failed repeatedly; leaving it to redelivery", { captures: items.length, error: failure.reason })
-      return { committed: [], inserted: new Set<string>(), deadLettered: 0, released: items }
-    })
+    }
+    yield* Effect.logError("batch failed repeatedly; leaving it to redelivery", { captures: items.length, error: failure.reason })
+    return { committed: [], inserted: new Set<string>(), deadLettered: 0, released: items }
+  })
 
   const prepare = Effect.fn("DecisionBuilder.prepare")(function*(entries: ReadonlyArray<StreamEntry>) {
     let deadLettered = 0

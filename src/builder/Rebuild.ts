@@ -50,81 +50,78 @@ const COLUMNS = `api, previous_ledger_id, ledger_id, tenant_id, workspace_id, us
 const KEPT = `erasure_id IS NULL AND raw_request <> ''`
 
 /** One page of a workspace's decisions after the cursor (session, time as text for full precision, id). */
-const readPage = (after: StoredRow | undefined, size: number) =>
-  Effect.gen(function*() {
-    const sql = yield* ScopedSql
-    return after === undefined
-      ? yield* sql<StoredRow>`SELECT ${sql.literal(COLUMNS)} FROM decisions WHERE ${sql.literal(KEPT)}
-          ORDER BY session_id, created_at, ledger_id LIMIT ${size}`
-      : yield* sql<StoredRow>`SELECT ${sql.literal(COLUMNS)} FROM decisions
-          WHERE (session_id, created_at, ledger_id) > (${after.session_id}::uuid, ${after.cursor_at}::timestamptz, ${after.ledger_id}::uuid)
-            AND ${sql.literal(KEPT)}
-          ORDER BY session_id, created_at, ledger_id LIMIT ${size}`
-  })
+const readPage = Effect.fnUntraced(function*(after: StoredRow | undefined, size: number) {
+  const sql = yield* ScopedSql
+  return after === undefined
+    ? yield* sql<StoredRow>`SELECT ${sql.literal(COLUMNS)} FROM decisions WHERE ${sql.literal(KEPT)}
+        ORDER BY session_id, created_at, ledger_id LIMIT ${size}`
+    : yield* sql<StoredRow>`SELECT ${sql.literal(COLUMNS)} FROM decisions
+        WHERE (session_id, created_at, ledger_id) > (${after.session_id}::uuid, ${after.cursor_at}::timestamptz, ${after.ledger_id}::uuid)
+          AND ${sql.literal(KEPT)}
+        ORDER BY session_id, created_at, ledger_id LIMIT ${size}`
+})
 
 /** A stored decision's trace (what the decisions continuing it open with). */
-const storedTrace = (ledgerId: string) =>
-  Effect.gen(function*() {
-    const sql = yield* ScopedSql
-    const [row] = yield* sql<{ trace: ReadonlyArray<LogicStep> | null }>`
-      SELECT derivation->'logic_trace' AS trace FROM decisions WHERE ledger_id = ${ledgerId}::uuid`
-    return row?.trace ?? []
-  })
+const storedTrace = Effect.fnUntraced(function*(ledgerId: string) {
+  const sql = yield* ScopedSql
+  const [row] = yield* sql<{ trace: ReadonlyArray<LogicStep> | null }>`
+    SELECT derivation->'logic_trace' AS trace FROM decisions WHERE ledger_id = ${ledgerId}::uuid`
+  return row?.trace ?? []
+})
 
 /** Recomputes a workspace's session and agent rollups from its decisions (inside its write transaction). */
-const recomputeRollups = (scope: WorkspaceScope) =>
-  Effect.gen(function*() {
-    const sql = yield* ScopedSql
-    const agents = yield* sql<{ agent_id: string }>`SELECT DISTINCT agent_id FROM decisions`
-    yield* lockAgents(agents.map((agent) => agentLockKey(scope, agent.agent_id)))
-    yield* sql`DELETE FROM sessions s WHERE NOT EXISTS (SELECT 1 FROM decisions d WHERE d.session_id = s.session_id)`
-    const sessions = yield* sql<{
-      session_id: string
-      agent_id: string
-      execution_id: string | null
-      decision_count: number
-      error_count: number
-      total_cost_usd: number
-      total_tokens: number
-      started_at: Date
-      ended_at: Date
-      first_ledger_id: string
-      first_title: string
-    }>`
-      SELECT session_id, min(agent_id) AS agent_id, min(execution_id) AS execution_id, count(*)::float8 AS decision_count,
-        (count(*) FILTER (WHERE outcome = 'error'))::float8 AS error_count, COALESCE(sum(cost_usd), 0) AS total_cost_usd,
-        COALESCE(sum((usage->>'total_tokens')::float8), 0) AS total_tokens, min(created_at) AS started_at,
-        max(created_at + latency_ms * interval '1 millisecond') AS ended_at,
-        (array_agg(ledger_id ORDER BY created_at, ledger_id))[1] AS first_ledger_id,
-        (array_agg(title ORDER BY created_at, ledger_id))[1] AS first_title
-      FROM decisions GROUP BY session_id`
-    yield* writeSessions(scope, sessions.map((s) => ({
-      session_id: s.session_id,
-      agent_id: s.agent_id,
-      execution_id: s.execution_id,
-      rollup: {
-        decision_count: s.decision_count,
-        error_count: s.error_count,
-        total_cost_usd: s.total_cost_usd,
-        total_tokens: s.total_tokens,
-        started_at: s.started_at.getTime(),
-        ended_at: s.ended_at.getTime(),
-        first: { at: s.started_at.getTime(), ledger_id: s.first_ledger_id, title: s.first_title }
-      }
-    })))
-    yield* sql`
-      UPDATE agents a SET decision_count = v.decision_count, session_count = v.session_count, error_count = v.error_count,
-        total_cost_usd = v.total_cost_usd, total_tokens = v.total_tokens, confidence_sum = v.confidence_sum,
-        first_seen_at = v.first_seen_at, last_seen_at = v.last_seen_at
-      FROM (
-        SELECT agent_id, count(*) AS decision_count, count(DISTINCT session_id) AS session_count,
-          count(*) FILTER (WHERE outcome = 'error') AS error_count, COALESCE(sum(cost_usd), 0) AS total_cost_usd,
-          COALESCE(sum((usage->>'total_tokens')::float8), 0)::bigint AS total_tokens, sum(confidence) AS confidence_sum,
-          min(created_at) AS first_seen_at, max(created_at + latency_ms * interval '1 millisecond') AS last_seen_at
-        FROM decisions GROUP BY agent_id
-      ) v
-      WHERE a.agent_id = v.agent_id`
-  })
+const recomputeRollups = Effect.fnUntraced(function*(scope: WorkspaceScope) {
+  const sql = yield* ScopedSql
+  const agents = yield* sql<{ agent_id: string }>`SELECT DISTINCT agent_id FROM decisions`
+  yield* lockAgents(agents.map((agent) => agentLockKey(scope, agent.agent_id)))
+  yield* sql`DELETE FROM sessions s WHERE NOT EXISTS (SELECT 1 FROM decisions d WHERE d.session_id = s.session_id)`
+  const sessions = yield* sql<{
+    session_id: string
+    agent_id: string
+    execution_id: string | null
+    decision_count: number
+    error_count: number
+    total_cost_usd: number
+    total_tokens: number
+    started_at: Date
+    ended_at: Date
+    first_ledger_id: string
+    first_title: string
+  }>`
+    SELECT session_id, min(agent_id) AS agent_id, min(execution_id) AS execution_id, count(*)::float8 AS decision_count,
+      (count(*) FILTER (WHERE outcome = 'error'))::float8 AS error_count, COALESCE(sum(cost_usd), 0) AS total_cost_usd,
+      COALESCE(sum((usage->>'total_tokens')::float8), 0) AS total_tokens, min(created_at) AS started_at,
+      max(created_at + latency_ms * interval '1 millisecond') AS ended_at,
+      (array_agg(ledger_id ORDER BY created_at, ledger_id))[1] AS first_ledger_id,
+      (array_agg(title ORDER BY created_at, ledger_id))[1] AS first_title
+    FROM decisions GROUP BY session_id`
+  yield* writeSessions(scope, sessions.map((s) => ({
+    session_id: s.session_id,
+    agent_id: s.agent_id,
+    execution_id: s.execution_id,
+    rollup: {
+      decision_count: s.decision_count,
+      error_count: s.error_count,
+      total_cost_usd: s.total_cost_usd,
+      total_tokens: s.total_tokens,
+      started_at: s.started_at.getTime(),
+      ended_at: s.ended_at.getTime(),
+      first: { at: s.started_at.getTime(), ledger_id: s.first_ledger_id, title: s.first_title }
+    }
+  })))
+  yield* sql`
+    UPDATE agents a SET decision_count = v.decision_count, session_count = v.session_count, error_count = v.error_count,
+      total_cost_usd = v.total_cost_usd, total_tokens = v.total_tokens, confidence_sum = v.confidence_sum,
+      first_seen_at = v.first_seen_at, last_seen_at = v.last_seen_at
+    FROM (
+      SELECT agent_id, count(*) AS decision_count, count(DISTINCT session_id) AS session_count,
+        count(*) FILTER (WHERE outcome = 'error') AS error_count, COALESCE(sum(cost_usd), 0) AS total_cost_usd,
+        COALESCE(sum((usage->>'total_tokens')::float8), 0)::bigint AS total_tokens, sum(confidence) AS confidence_sum,
+        min(created_at) AS first_seen_at, max(created_at + latency_ms * interval '1 millisecond') AS last_seen_at
+      FROM decisions GROUP BY agent_id
+    ) v
+    WHERE a.agent_id = v.agent_id`
+})
 
 export class Rebuilder extends Context.Service<Rebuilder, {
   /** Re-derives every decision; `onProgress` is called after each page. */

@@ -1,6 +1,6 @@
 /**
  * How big a builder's batches are (docs/ARCHITECTURE.md, step 4): up to LEDGER_BUILDER_BATCH_SIZE captures — large
- * batches cost less a decision (bench/RESULTS.md, "Batch size") — and no more payload than LEDGER_BUILDER_BATCH_MB
+ * batches cost less a decision (bench/notes/ingest.md, "Batch size") — and no more payload than LEDGER_BUILDER_BATCH_MB
  * in memory at once or in one transaction.
  */
 import type { StreamEntry } from "../capture/CaptureStream.ts"

@@ -92,17 +92,16 @@ export const chainDraft = (scope: WorkspaceScope, item: Reconstruction): ChainDr
 }
 
 /** Places the drafted decisions (in that order) after `head`; returns their links by ledger id and the new head. */
-export const chainLinks = (drafts: ReadonlyArray<ChainDraft>, head: ChainHead, key: ChainKey) =>
-  Effect.gen(function*() {
-    const recorded_at = Math.max(yield* Clock.currentTimeMillis, head.at)
-    let { seq, hash } = head
-    const links = new Map<string, ChainLink>()
-    for (const { facts, raw_hash } of drafts) {
-      seq += 1
-      const place: Place = { seq, recorded_at, chain_key: key.id }
-      const next = key.hash({ ...facts, ...place }, hash, raw_hash)
-      links.set(facts.ledger_id, { ...place, prev_hash: hash, hash: next, raw_hash })
-      hash = next
-    }
-    return { links, head: { seq, hash, at: recorded_at } satisfies ChainHead }
-  })
+export const chainLinks = Effect.fnUntraced(function*(drafts: ReadonlyArray<ChainDraft>, head: ChainHead, key: ChainKey) {
+  const recorded_at = Math.max(yield* Clock.currentTimeMillis, head.at)
+  let { seq, hash } = head
+  const links = new Map<string, ChainLink>()
+  for (const { facts, raw_hash } of drafts) {
+    seq += 1
+    const place: Place = { seq, recorded_at, chain_key: key.id }
+    const next = key.hash({ ...facts, ...place }, hash, raw_hash)
+    links.set(facts.ledger_id, { ...place, prev_hash: hash, hash: next, raw_hash })
+    hash = next
+  }
+  return { links, head: { seq, hash, at: recorded_at } satisfies ChainHead }
+})

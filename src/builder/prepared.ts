@@ -1,7 +1,7 @@
 /**
  * What a batch holds of each decision from its derivation until its transaction commits: the reconstruction, trimmed
- * to what the transaction reads, and the row's parts that need no lock, prepared beforehand (bench/RESULTS.md, "What a
- * batch holds").
+ * to what the transaction reads, and the row's parts that need no lock, prepared beforehand (bench/notes/builder.md,
+ * "What a batch holds").
  */
 import { captureApi } from "../domain/capture.ts"
 import type { Derivation } from "../domain/decision.ts"
@@ -22,7 +22,7 @@ export interface HeldDerivation {
 /**
  * A reconstruction as its batch holds it until commit. A batch of thousands outlives several young-generation
  * collections, and each copies what it still holds: whole derivations (trace, evidence, scores' reasons) were about a
- * third of a short decision's copied bytes and most of its objects (bench/RESULTS.md, "What a batch holds").
+ * third of a short decision's copied bytes and most of its objects (bench/notes/builder.md, "What a batch holds").
  */
 export interface HeldReconstruction extends Omit<Reconstruction, "derivation" | "subjects"> {
   readonly derivation: HeldDerivation

@@ -43,7 +43,7 @@ export const StorableCapture = Schema.Struct({
 export type StorableCapture = typeof StorableCapture.Type
 
 // Decoding is a builder's first step for every capture: Effect's JIT compiler makes the schema one generated function,
-// ~1 µs a capture against 5–8 µs interpreted (bench/RESULTS.md, "Decoding captures compiled"). What fails it is
+// ~1 µs a capture against 5–8 µs interpreted (bench/notes/builder.md, "Decoding captures compiled"). What fails it is
 // explained by the interpreter, as before. Enabled here, before the decoders below first run.
 SchemaJITCompiler.enable(StorableCapture.ast)
 
@@ -72,7 +72,8 @@ export const rejection = (payload: string): Effect.Effect<never, UnbuildableCapt
 /**
  * Decodes a stream payload: a valid capture (`decodeCapture`) the ledger can store. One pass of StorableCapture over
  * the parsed JSON (parsed here: Schema's own JSON step runs as an effect, ~2.5 µs dearer); only a payload that fails
- * is decoded again, step by step, to say why (two passes cost the builder ~8 µs a capture; bench/RESULTS.md, "Scale").
+ * is decoded again, step by step, to say why (two passes cost the builder ~8 µs a capture; bench/notes/ingest.md,
+ * "Backlog drain of short captures").
  */
 export const decodeEntry = (payload: string): Effect.Effect<StorableCapture, UnbuildableCapture> => {
   const decoded = decodedEntry(payload)

@@ -26,81 +26,80 @@ const SESSION_COLUMNS = `s.session_id, s.agent_id, s.execution_id, s.started_at,
   s.first_ledger_id, s.first_at, s.first_title`
 
 /** The sessions the items may touch: their executions', those within the gap, and the ones they continue (`followed`). */
-export const loadSessions = (items: ReadonlyArray<HeldReconstruction>, gapMs: number, followed: ReadonlyArray<string>) =>
-  Effect.gen(function*() {
-    const sql = yield* ScopedSql
-    // one probe per execution, and one window per agent for its gap-grouped calls
-    const probes = new Map<string, { agent: string; execution: string | null; lo: number | null; hi: number | null }>()
-    for (const item of items) {
-      const { agent_id, execution_id, started_at } = item.capture
-      // execution ids are never empty: "" stands for the agent's gap-grouped calls
-      const key = `${agent_id}\u0000${execution_id ?? ""}`
-      const probe = probes.get(key) ?? { agent: agent_id, execution: execution_id, lo: null, hi: null }
-      if (execution_id === null) {
-        probe.lo = Math.min(probe.lo ?? Infinity, started_at - gapMs)
-        probe.hi = Math.max(probe.hi ?? -Infinity, callEnd(item) + gapMs)
-      }
-      probes.set(key, probe)
+export const loadSessions = Effect.fnUntraced(function*(items: ReadonlyArray<HeldReconstruction>, gapMs: number, followed: ReadonlyArray<string>) {
+  const sql = yield* ScopedSql
+  // one probe per execution, and one window per agent for its gap-grouped calls
+  const probes = new Map<string, { agent: string; execution: string | null; lo: number | null; hi: number | null }>()
+  for (const item of items) {
+    const { agent_id, execution_id, started_at } = item.capture
+    // execution ids are never empty: "" stands for the agent's gap-grouped calls
+    const key = `${agent_id}\u0000${execution_id ?? ""}`
+    const probe = probes.get(key) ?? { agent: agent_id, execution: execution_id, lo: null, hi: null }
+    if (execution_id === null) {
+      probe.lo = Math.min(probe.lo ?? Infinity, started_at - gapMs)
+      probe.hi = Math.max(probe.hi ?? -Infinity, callEnd(item) + gapMs)
     }
-    const list = [...probes.values()]
-    type Row = {
-      session_id: string
-      agent_id: string
-      execution_id: string | null
-      started_at: Date
-      ended_at: Date
-      decision_count: number
-      error_count: number
-      total_cost_usd: number
-      total_tokens: number
-      first_ledger_id: string | null
-      first_at: Date | null
-      first_title: string | null
-    }
-    const found = yield* sql<Row>`
-      SELECT ${sql.literal(SESSION_COLUMNS)}
-      FROM UNNEST(${texts(list.map((p) => p.agent))}, ${texts(list.map((p) => p.execution))},
-                  ${times(list.map((p) => p.lo))}, ${times(list.map((p) => p.hi))}) AS q(agent_id, execution_id, lo, hi)
-      JOIN sessions s ON s.agent_id = q.agent_id AND (
-        (q.execution_id IS NOT NULL AND s.execution_id = q.execution_id)
-        OR (q.execution_id IS NULL AND s.execution_id IS NULL AND s.ended_at >= q.lo AND s.started_at <= q.hi))`
-    const seen = new Set(found.map((row) => row.session_id))
-    const more = followed.filter((id) => !seen.has(id))
-    const rows = more.length === 0 ? found : [
-      ...found,
-      ...yield* sql<Row>`SELECT ${sql.literal(SESSION_COLUMNS)} FROM unnest(${uuids(more)}) AS q(id)
-        CROSS JOIN LATERAL (SELECT * FROM sessions s WHERE s.session_id = q.id LIMIT 1) s`
-    ]
-    // a session written without its first decision (by a builder of an earlier version, during an upgrade): its first
-    // decision is looked up, so that its rollup goes on from where it was
-    const unknown = rows.filter((row) => row.first_ledger_id === null && row.decision_count > 0).map((row) => row.session_id)
-    const looked = unknown.length === 0 ? [] : yield* sql<{ session_id: string; ledger_id: string; created_at: Date; title: string }>`
-      SELECT q.id AS session_id, f.ledger_id, f.created_at, f.title FROM unnest(${uuids(unknown)}) AS q(id)
-      CROSS JOIN LATERAL (SELECT d.ledger_id, d.created_at, d.title FROM decisions d WHERE d.session_id = q.id
-        ORDER BY d.created_at, d.ledger_id LIMIT 1) f`
-    const firsts = new Map(looked.map((f) => [f.session_id, { at: f.created_at.getTime(), ledger_id: f.ledger_id, title: f.title }]))
-    return rows.map((row): LoadedSession => {
-      const first = row.first_ledger_id !== null && row.first_at !== null
-        ? { at: row.first_at.getTime(), ledger_id: row.first_ledger_id, title: row.first_title ?? "" }
-        : firsts.get(row.session_id)
-      return {
-        session_id: row.session_id,
-        agent_id: row.agent_id,
-        execution_id: row.execution_id,
-        start: row.started_at.getTime(),
-        end: row.ended_at.getTime(),
-        rollup: first === undefined ? undefined : {
-          decision_count: row.decision_count,
-          error_count: row.error_count,
-          total_cost_usd: row.total_cost_usd,
-          total_tokens: row.total_tokens,
-          started_at: row.started_at.getTime(),
-          ended_at: row.ended_at.getTime(),
-          first
-        }
+    probes.set(key, probe)
+  }
+  const list = [...probes.values()]
+  type Row = {
+    session_id: string
+    agent_id: string
+    execution_id: string | null
+    started_at: Date
+    ended_at: Date
+    decision_count: number
+    error_count: number
+    total_cost_usd: number
+    total_tokens: number
+    first_ledger_id: string | null
+    first_at: Date | null
+    first_title: string | null
+  }
+  const found = yield* sql<Row>`
+    SELECT ${sql.literal(SESSION_COLUMNS)}
+    FROM UNNEST(${texts(list.map((p) => p.agent))}, ${texts(list.map((p) => p.execution))},
+                ${times(list.map((p) => p.lo))}, ${times(list.map((p) => p.hi))}) AS q(agent_id, execution_id, lo, hi)
+    JOIN sessions s ON s.agent_id = q.agent_id AND (
+      (q.execution_id IS NOT NULL AND s.execution_id = q.execution_id)
+      OR (q.execution_id IS NULL AND s.execution_id IS NULL AND s.ended_at >= q.lo AND s.started_at <= q.hi))`
+  const seen = new Set(found.map((row) => row.session_id))
+  const more = followed.filter((id) => !seen.has(id))
+  const rows = more.length === 0 ? found : [
+    ...found,
+    ...yield* sql<Row>`SELECT ${sql.literal(SESSION_COLUMNS)} FROM unnest(${uuids(more)}) AS q(id)
+      CROSS JOIN LATERAL (SELECT * FROM sessions s WHERE s.session_id = q.id LIMIT 1) s`
+  ]
+  // a session written without its first decision (by a builder of an earlier version, during an upgrade): its first
+  // decision is looked up, so that its rollup goes on from where it was
+  const unknown = rows.filter((row) => row.first_ledger_id === null && row.decision_count > 0).map((row) => row.session_id)
+  const looked = unknown.length === 0 ? [] : yield* sql<{ session_id: string; ledger_id: string; created_at: Date; title: string }>`
+    SELECT q.id AS session_id, f.ledger_id, f.created_at, f.title FROM unnest(${uuids(unknown)}) AS q(id)
+    CROSS JOIN LATERAL (SELECT d.ledger_id, d.created_at, d.title FROM decisions d WHERE d.session_id = q.id
+      ORDER BY d.created_at, d.ledger_id LIMIT 1) f`
+  const firsts = new Map(looked.map((f) => [f.session_id, { at: f.created_at.getTime(), ledger_id: f.ledger_id, title: f.title }]))
+  return rows.map((row): LoadedSession => {
+    const first = row.first_ledger_id !== null && row.first_at !== null
+      ? { at: row.first_at.getTime(), ledger_id: row.first_ledger_id, title: row.first_title ?? "" }
+      : firsts.get(row.session_id)
+    return {
+      session_id: row.session_id,
+      agent_id: row.agent_id,
+      execution_id: row.execution_id,
+      start: row.started_at.getTime(),
+      end: row.ended_at.getTime(),
+      rollup: first === undefined ? undefined : {
+        decision_count: row.decision_count,
+        error_count: row.error_count,
+        total_cost_usd: row.total_cost_usd,
+        total_tokens: row.total_tokens,
+        started_at: row.started_at.getTime(),
+        ended_at: row.ended_at.getTime(),
+        first
       }
-    })
+    }
   })
+})
 
 /**
  * Absolute session rollups (the agent lock makes read-modify-write safe); new sessions are inserted. The builder's

@@ -11,7 +11,7 @@
  *   serialises every builder writing to the workspace until commit.
  * - A batch spanning several workspaces commits each in a transaction of its own (`byWorkspace`), so builders whose
  *   batches share workspaces write different ones at the same time instead of waiting for each other's whole batch
- *   (bench/RESULTS.md, "One transaction per workspace").
+ *   (bench/notes/ingest.md, "One transaction per workspace").
  */
 import { Clock, Effect, Metric } from "effect"
 import type { SqlError } from "effect/sql"
@@ -83,86 +83,85 @@ interface Placement {
  * (probed under the agents' locks), so an insert that returns fewer rows fails the batch: a skipped row would break
  * the chain it was numbered into.
  */
-const insertDecisions = (scope: WorkspaceScope, items: ReadonlyArray<HeldReconstruction>, placement: Placement) =>
-  Effect.gen(function*() {
-    const sql = yield* ScopedSql
-    const { head, linkOf, preparedOf, previousOf, sessionOf } = placement
-    const facts = items.map(callFacts)
-    const column = <A>(f: (item: HeldReconstruction, i: number) => A) => items.map(f)
-    const links = items.map((item) => linkOf(item.capture.ledger_id))
-    const digests = (pick: (link: ChainLink) => Buffer) => byteas(links.map(pick))
-    // every column but tenant, workspace, built_at and chain_key (the same for the whole group), in the table's order
-    const values = {
-      ledger_id: uuids(column(({ capture }) => capture.ledger_id)),
-      user_id: uuids(column(({ capture }) => capture.user_id)),
-      key_id: uuids(column(({ capture }) => capture.key_id)),
-      agent_id: texts(column(({ capture }) => pgText(capture.agent_id))),
-      session_id: uuids(column(({ capture }) => sessionOf(capture.ledger_id))),
-      execution_id: texts(column(({ capture }) => capture.execution_id === null ? null : pgText(capture.execution_id))),
-      created_at: times(column(({ capture }) => capture.started_at)),
-      provider: texts(column(({ capture }) => pgText(capture.provider))),
-      provider_type: texts(column(({ capture }) => capture.provider_type)),
-      model: texts(column(({ capture }) => pgText(capture.model))),
-      stream: bools(column(({ capture }) => capture.stream)),
-      status: ints(column(({ capture }) => capture.status)),
-      title: texts(column(({ derivation }) => pgText(derivation.title))),
-      intent: texts(column(({ derivation }) => derivation.intent)),
-      outcome: texts(column(({ derivation }) => derivation.outcome)),
-      cost_usd: floats(facts.map((fact) => fact.costUsd)),
-      quality: floats(column(({ derivation }) => derivation.quality.value)),
-      confidence: floats(column(({ derivation }) => derivation.confidence.value)),
-      latency_ms: ints(facts.map((fact) => fact.latencyMs)),
-      first_token_ms: ints(facts.map((fact) => fact.firstTokenMs)),
-      usage: texts(column(({ capture }) => capture.usage === null ? null : pgJson(capture.usage))),
-      derivation: byteas(column((item) => derivationJson(preparedOf(item.capture.ledger_id), item))),
-      subjects: byteas(column(({ capture }) => preparedOf(capture.ledger_id).subjects)),
-      raw_request: texts(column(({ capture }) => pgText(capture.request))),
-      raw_response: texts(column(({ capture }) => capture.response === null ? null : pgText(capture.response))),
-      error: texts(column(({ capture }) => capture.error === null ? null : pgJson(capture.error))),
-      aborted: bools(column(({ capture }) => capture.aborted)),
-      upstream_ms: ints(column(({ capture }) => capture.upstream_ms)),
-      capture_version: ints(column(({ capture }) => capture.v)),
-      captured_at: times(column(({ capture }) => capture.ended_at)),
-      api: texts(column(({ capture }) => captureApi(capture))),
-      response_id: texts(column(({ responseId }) => responseId === null ? null : pgText(responseId))),
-      previous_response_id: texts(column(({ continues }) => continues === null ? null : pgText(continues))),
-      previous_ledger_id: uuids(column(({ capture }) => previousOf(capture.ledger_id))),
-      raw_context: texts(column(({ capture }) => capture.context == null ? null : pgText(capture.context))),
-      source: texts(column(({ capture }) => capture.source === undefined ? null : pgJson(capture.source))),
-      recorded_at: times(links.map((link) => link.recorded_at)),
-      seq: floats(links.map((link) => link.seq)),
-      prev_hash: digests((link) => link.prev_hash),
-      hash: digests((link) => link.hash),
-      raw_hash: digests((link) => link.raw_hash)
-    }
-    // a generic plan: a custom one folds the parameters into the plan as constants, copying megabytes of column
-    // arrays while planning (bench/RESULTS.md, "A generic plan for the decisions' insert")
-    yield* sql`SELECT set_config('plan_cache_mode', 'force_generic_plan', true)`
-    const [counted] = yield* sql<{ inserted: number }>`
-      WITH inserted AS (INSERT INTO decisions (ledger_id, tenant_id, workspace_id, user_id, key_id, agent_id, session_id, execution_id,
-        created_at, provider, provider_type, model, stream, status, title, intent, outcome, cost_usd, quality, confidence,
-        latency_ms, first_token_ms, usage, derivation, subjects, raw_request, raw_response, error, aborted, upstream_ms,
-        capture_version, captured_at, api, response_id, previous_response_id, previous_ledger_id, raw_context, source,
-        built_at, recorded_at, seq, prev_hash, hash, raw_hash, chain_key)
-      SELECT ledger_id, ${scope.tenant_id}::uuid, ${scope.workspace_id}::uuid, user_id, key_id, agent_id, session_id,
-        execution_id, created_at, provider, provider_type, model, stream, status, title, intent, outcome, cost_usd,
-        quality, confidence, latency_ms, first_token_ms, usage::jsonb, convert_from(derivation, 'UTF8')::json,
-        convert_from(subjects, 'UTF8')::jsonb, raw_request,
-        raw_response, error::jsonb, aborted, upstream_ms, capture_version, captured_at, api, response_id,
-        previous_response_id, previous_ledger_id, raw_context, source::jsonb, clock_timestamp(), recorded_at, seq,
-        prev_hash, hash, raw_hash, ${links[0]?.chain_key ?? 0}
-      FROM ${zipped(sql, values)} AS v
-      RETURNING 1),
-      head AS (${headUpdate(sql, scope, head)}),
-      counted AS (INSERT INTO pipeline_throughput (second, consumer, decisions)
-        VALUES (date_trunc('second', clock_timestamp()), ${placement.consumer}, ${items.length})
-        ON CONFLICT (second, consumer) DO UPDATE SET decisions = pipeline_throughput.decisions + EXCLUDED.decisions)
-      SELECT count(*)::int AS inserted FROM inserted`
-    // a count, not the ids: thousands of rows back would be read while the locks are held
-    if (counted?.inserted !== items.length) {
-      return yield* Effect.die(new Error(`chained ${items.length} decisions but inserted ${counted?.inserted}; the batch is retried`))
-    }
-  })
+const insertDecisions = Effect.fnUntraced(function*(scope: WorkspaceScope, items: ReadonlyArray<HeldReconstruction>, placement: Placement) {
+  const sql = yield* ScopedSql
+  const { head, linkOf, preparedOf, previousOf, sessionOf } = placement
+  const facts = items.map(callFacts)
+  const column = <A>(f: (item: HeldReconstruction, i: number) => A) => items.map(f)
+  const links = items.map((item) => linkOf(item.capture.ledger_id))
+  const digests = (pick: (link: ChainLink) => Buffer) => byteas(links.map(pick))
+  // every column but tenant, workspace, built_at and chain_key (the same for the whole group), in the table's order
+  const values = {
+    ledger_id: uuids(column(({ capture }) => capture.ledger_id)),
+    user_id: uuids(column(({ capture }) => capture.user_id)),
+    key_id: uuids(column(({ capture }) => capture.key_id)),
+    agent_id: texts(column(({ capture }) => pgText(capture.agent_id))),
+    session_id: uuids(column(({ capture }) => sessionOf(capture.ledger_id))),
+    execution_id: texts(column(({ capture }) => capture.execution_id === null ? null : pgText(capture.execution_id))),
+    created_at: times(column(({ capture }) => capture.started_at)),
+    provider: texts(column(({ capture }) => pgText(capture.provider))),
+    provider_type: texts(column(({ capture }) => capture.provider_type)),
+    model: texts(column(({ capture }) => pgText(capture.model))),
+    stream: bools(column(({ capture }) => capture.stream)),
+    status: ints(column(({ capture }) => capture.status)),
+    title: texts(column(({ derivation }) => pgText(derivation.title))),
+    intent: texts(column(({ derivation }) => derivation.intent)),
+    outcome: texts(column(({ derivation }) => derivation.outcome)),
+    cost_usd: floats(facts.map((fact) => fact.costUsd)),
+    quality: floats(column(({ derivation }) => derivation.quality.value)),
+    confidence: floats(column(({ derivation }) => derivation.confidence.value)),
+    latency_ms: ints(facts.map((fact) => fact.latencyMs)),
+    first_token_ms: ints(facts.map((fact) => fact.firstTokenMs)),
+    usage: texts(column(({ capture }) => capture.usage === null ? null : pgJson(capture.usage))),
+    derivation: byteas(column((item) => derivationJson(preparedOf(item.capture.ledger_id), item))),
+    subjects: byteas(column(({ capture }) => preparedOf(capture.ledger_id).subjects)),
+    raw_request: texts(column(({ capture }) => pgText(capture.request))),
+    raw_response: texts(column(({ capture }) => capture.response === null ? null : pgText(capture.response))),
+    error: texts(column(({ capture }) => capture.error === null ? null : pgJson(capture.error))),
+    aborted: bools(column(({ capture }) => capture.aborted)),
+    upstream_ms: ints(column(({ capture }) => capture.upstream_ms)),
+    capture_version: ints(column(({ capture }) => capture.v)),
+    captured_at: times(column(({ capture }) => capture.ended_at)),
+    api: texts(column(({ capture }) => captureApi(capture))),
+    response_id: texts(column(({ responseId }) => responseId === null ? null : pgText(responseId))),
+    previous_response_id: texts(column(({ continues }) => continues === null ? null : pgText(continues))),
+    previous_ledger_id: uuids(column(({ capture }) => previousOf(capture.ledger_id))),
+    raw_context: texts(column(({ capture }) => capture.context == null ? null : pgText(capture.context))),
+    source: texts(column(({ capture }) => capture.source === undefined ? null : pgJson(capture.source))),
+    recorded_at: times(links.map((link) => link.recorded_at)),
+    seq: floats(links.map((link) => link.seq)),
+    prev_hash: digests((link) => link.prev_hash),
+    hash: digests((link) => link.hash),
+    raw_hash: digests((link) => link.raw_hash)
+  }
+  // a generic plan: a custom one folds the parameters into the plan as constants, copying megabytes of column
+  // arrays while planning (bench/notes/builder.md, "A generic plan for the decisions' insert")
+  yield* sql`SELECT set_config('plan_cache_mode', 'force_generic_plan', true)`
+  const [counted] = yield* sql<{ inserted: number }>`
+    WITH inserted AS (INSERT INTO decisions (ledger_id, tenant_id, workspace_id, user_id, key_id, agent_id, session_id, execution_id,
+      created_at, provider, provider_type, model, stream, status, title, intent, outcome, cost_usd, quality, confidence,
+      latency_ms, first_token_ms, usage, derivation, subjects, raw_request, raw_response, error, aborted, upstream_ms,
+      capture_version, captured_at, api, response_id, previous_response_id, previous_ledger_id, raw_context, source,
+      built_at, recorded_at, seq, prev_hash, hash, raw_hash, chain_key)
+    SELECT ledger_id, ${scope.tenant_id}::uuid, ${scope.workspace_id}::uuid, user_id, key_id, agent_id, session_id,
+      execution_id, created_at, provider, provider_type, model, stream, status, title, intent, outcome, cost_usd,
+      quality, confidence, latency_ms, first_token_ms, usage::jsonb, convert_from(derivation, 'UTF8')::json,
+      convert_from(subjects, 'UTF8')::jsonb, raw_request,
+      raw_response, error::jsonb, aborted, upstream_ms, capture_version, captured_at, api, response_id,
+      previous_response_id, previous_ledger_id, raw_context, source::jsonb, clock_timestamp(), recorded_at, seq,
+      prev_hash, hash, raw_hash, ${links[0]?.chain_key ?? 0}
+    FROM ${zipped(sql, values)} AS v
+    RETURNING 1),
+    head AS (${headUpdate(sql, scope, head)}),
+    counted AS (INSERT INTO pipeline_throughput (second, consumer, decisions)
+      VALUES (date_trunc('second', clock_timestamp()), ${placement.consumer}, ${items.length})
+      ON CONFLICT (second, consumer) DO UPDATE SET decisions = pipeline_throughput.decisions + EXCLUDED.decisions)
+    SELECT count(*)::int AS inserted FROM inserted`
+  // a count, not the ids: thousands of rows back would be read while the locks are held
+  if (counted?.inserted !== items.length) {
+    return yield* Effect.die(new Error(`chained ${items.length} decisions but inserted ${counted?.inserted}; the batch is retried`))
+  }
+})
 
 /**
  * One model call is one decision whichever way it came (docs/ARCHITECTURE.md, "The promises"): a transcript turn
@@ -171,25 +170,24 @@ const insertDecisions = (scope: WorkspaceScope, items: ReadonlyArray<HeldReconst
  * this is for a call that went through the gateway and is also in the client's transcript, which usually comes
  * second.)
  */
-const withoutTurnsRecorded = (items: ReadonlyArray<HeldReconstruction>) =>
-  Effect.gen(function*() {
-    const isTurn = (item: HeldReconstruction) => item.capture.source !== undefined && item.responseId !== null
-    if (!items.some(isTurn)) return items
-    const sql = yield* ScopedSql
-    const recorded = new Set(items.flatMap((item) => (isTurn(item) || item.responseId === null ? [] : [item.responseId])))
-    const asked = [...new Set(items.flatMap((item) => (isTurn(item) && !recorded.has(item.responseId!) ? [item.responseId!] : [])))]
-    // probed key by key, like the ledger ids above; a turn is never a chat completion (migration 0025)
-    const stored = asked.length === 0 ? [] : yield* sql<{ response_id: string }>`
-      SELECT x.response_id FROM unnest(${texts(asked.map(pgText))}) AS q(id)
-      CROSS JOIN LATERAL (SELECT d.response_id FROM decisions d WHERE d.response_id = q.id AND d.api <> 'chat' LIMIT 1) x`
-    for (const row of stored) recorded.add(row.response_id)
-    return items.filter((item) => {
-      if (!isTurn(item)) return true
-      if (recorded.has(item.responseId!)) return false
-      recorded.add(item.responseId!)
-      return true
-    })
+const withoutTurnsRecorded = Effect.fnUntraced(function*(items: ReadonlyArray<HeldReconstruction>) {
+  const isTurn = (item: HeldReconstruction) => item.capture.source !== undefined && item.responseId !== null
+  if (!items.some(isTurn)) return items
+  const sql = yield* ScopedSql
+  const recorded = new Set(items.flatMap((item) => (isTurn(item) || item.responseId === null ? [] : [item.responseId])))
+  const asked = [...new Set(items.flatMap((item) => (isTurn(item) && !recorded.has(item.responseId!) ? [item.responseId!] : [])))]
+  // probed key by key, like the ledger ids above; a turn is never a chat completion (migration 0025)
+  const stored = asked.length === 0 ? [] : yield* sql<{ response_id: string }>`
+    SELECT x.response_id FROM unnest(${texts(asked.map(pgText))}) AS q(id)
+    CROSS JOIN LATERAL (SELECT d.response_id FROM decisions d WHERE d.response_id = q.id AND d.api <> 'chat' LIMIT 1) x`
+  for (const row of stored) recorded.add(row.response_id)
+  return items.filter((item) => {
+    if (!isTurn(item)) return true
+    if (recorded.has(item.responseId!)) return false
+    recorded.add(item.responseId!)
+    return true
   })
+})
 
 /** How far the gateways' and builders' clocks may disagree without a redelivered capture being stored twice. */
 const CLOCK_MARGIN_MS = 7 * 24 * 60 * 60 * 1000

@@ -39,7 +39,8 @@ const REPLAY_BACKOFF = backoff(Duration.millis(100), Duration.seconds(5))
  * After the first capture of a batch, how long to wait for more (up to LEDGER_CAPTURE_BATCH_SIZE): a quiet gateway
  * then publishes many captures per round trip instead of one, and a busy one publishes full batches. Every batch
  * costs the event loop a fiber round, a script call and a reply; 20 ms rather than 5 ms cut the gateway's CPU per
- * call by ~5 % at 32 connections (bench/RESULTS.md). Captures reach the stream that much later; callers never wait.
+ * call by ~5 % at 32 connections (bench/notes/gateway.md, "Captures promoted by the GC, and the publisher's linger").
+ * Captures reach the stream that much later; callers never wait.
  */
 const LINGER_MS = 20
 /** While the spool is waiting for a retry, how often the queue is still moved behind it. */
@@ -156,7 +157,8 @@ const makeShardPublisher = (
      * Empties a batch once it is in the stream or the spool. A finished step's closures (which hold the batch)
      * stay reachable until the next GC — seen with --trace-gc-nvp, the exact holder inside the fiber's bookkeeping
      * not pinned down — so under load every capture survived a young-generation GC and was promoted: 3.3 MB per
-     * scavenge at 16k calls/s, 0.2 MB with this; ~4 % of the gateway's CPU per call (bench/RESULTS.md, "Gateway").
+     * scavenge at 16k calls/s, 0.2 MB with this; ~4 % of the gateway's CPU per call (bench/notes/gateway.md,
+     * "Captures promoted by the GC, and the publisher's linger").
      */
     const release = (batch: Array<CapturePayload>) => {
       batch.length = 0
@@ -169,20 +171,19 @@ const makeShardPublisher = (
       release(batch)
     }
 
-    const publishFailed = (cause: Cause.Cause<unknown>, count: number) =>
-      Effect.gen(function*() {
-        publishFailures.updateUnsafe(1, context)
-        // one warning per outage, not one per retry
-        if (!failing) {
-          failing = true
-          const error = Cause.squash(cause)
-          yield* Effect.logWarning("capture stream unavailable; spooling captures", {
-            error: error instanceof Error ? error.message : String(error),
-            count
-          })
-        }
-        replayNotBefore = (yield* Clock.currentTimeMillis) + (yield* replayBackoff.next)
-      })
+    const publishFailed = Effect.fnUntraced(function*(cause: Cause.Cause<unknown>, count: number) {
+      publishFailures.updateUnsafe(1, context)
+      // one warning per outage, not one per retry
+      if (!failing) {
+        failing = true
+        const error = Cause.squash(cause)
+        yield* Effect.logWarning("capture stream unavailable; spooling captures", {
+          error: error instanceof Error ? error.message : String(error),
+          count
+        })
+      }
+      replayNotBefore = (yield* Clock.currentTimeMillis) + (yield* replayBackoff.next)
+    })
 
     const publishSucceeded = Effect.suspend(() => {
       failing = false

@@ -180,36 +180,34 @@ export interface ShardDeadLetter extends DeadLetter {
 const SHARD_LETTER = /^(\d{1,4})\/(\d+-\d+)$/
 
 /** The oldest `count` dead letters over every shard the record names, oldest first. */
-export const listDeadLetters = (shards: CaptureShards["Service"], count: number) =>
-  Effect.gen(function*() {
-    const recorded = yield* shards.recorded
-    const letters: Array<ShardDeadLetter> = []
-    for (let shard = 0; shard < recorded; shard++) {
-      const stream = yield* shards.stream(shard)
-      for (const letter of yield* stream.listDeadLetters({ count })) {
-        letters.push({ ...letter, shard, id: shard === 0 ? letter.id : `${shard}/${letter.id}` })
-      }
+export const listDeadLetters = Effect.fnUntraced(function*(shards: CaptureShards["Service"], count: number) {
+  const recorded = yield* shards.recorded
+  const letters: Array<ShardDeadLetter> = []
+  for (let shard = 0; shard < recorded; shard++) {
+    const stream = yield* shards.stream(shard)
+    for (const letter of yield* stream.listDeadLetters({ count })) {
+      letters.push({ ...letter, shard, id: shard === 0 ? letter.id : `${shard}/${letter.id}` })
     }
-    return letters.sort((a, b) => a.failed_at - b.failed_at).slice(0, count)
-  })
+  }
+  return letters.sort((a, b) => a.failed_at - b.failed_at).slice(0, count)
+})
 
 /** Re-publishes dead letters — all, or the given ids (as `listDeadLetters` names them) — each into its own shard. */
-export const replayDeadLetters = (shards: CaptureShards["Service"], ids?: ReadonlyArray<string>) =>
-  Effect.gen(function*() {
-    const recorded = yield* shards.recorded
-    let replayed = 0
-    for (let shard = 0; shard < recorded; shard++) {
-      const stream = yield* shards.stream(shard)
-      if (ids === undefined) {
-        replayed += yield* stream.replayDeadLetters()
-        continue
-      }
-      const own = ids.flatMap((id) => {
-        const match = SHARD_LETTER.exec(id)
-        const of = match === null ? 0 : Number(match[1])
-        return of === shard ? [match === null ? id : match[2]!] : []
-      })
-      if (own.length > 0) replayed += yield* stream.replayDeadLetters(own)
+export const replayDeadLetters = Effect.fnUntraced(function*(shards: CaptureShards["Service"], ids?: ReadonlyArray<string>) {
+  const recorded = yield* shards.recorded
+  let replayed = 0
+  for (let shard = 0; shard < recorded; shard++) {
+    const stream = yield* shards.stream(shard)
+    if (ids === undefined) {
+      replayed += yield* stream.replayDeadLetters()
+      continue
     }
-    return replayed
-  })
+    const own = ids.flatMap((id) => {
+      const match = SHARD_LETTER.exec(id)
+      const of = match === null ? 0 : Number(match[1])
+      return of === shard ? [match === null ? id : match[2]!] : []
+    })
+    if (own.length > 0) replayed += yield* stream.replayDeadLetters(own)
+  }
+  return replayed
+})

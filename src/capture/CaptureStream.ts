@@ -127,7 +127,7 @@ export interface StreamStats {
  * A capture as it is published: its JSON text, or that text's UTF-8 bytes. The gateway's publisher sends Redis the
  * bytes, encoded once and written to the retention as they are: node-redis joins a command's string arguments into
  * one string, which for a batch of agents' long calls is tens of megabytes copied, measured and encoded again
- * (bench/RESULTS.md, "Long agent conversations").
+ * (bench/notes/gateway.md, "The gateway on long agent conversations").
  */
 export type CapturePayload = string | Buffer
 

@@ -13,7 +13,8 @@
  *
  * Appends are synchronous (the page cache: microseconds). Nothing that frees disk blocks runs on the caller's
  * thread: on a filesystem mounted with `discard` (common on cloud disks) freeing blocks waits for the device, and an
- * `ftruncate` of this file on the gateway's event loop stalled calls for 5–13 ms (bench/RESULTS.md, "Serve"). So a
+ * `ftruncate` of this file on the gateway's event loop stalled calls for 5–13 ms (bench/notes/serve.md, "Planner statistics
+ * and the retention's truncate"). So a
  * passed segment is closed and unlinked in libuv's thread pool, and a file is never truncated while it is in use.
  * A batch cut short by a crash is dropped when the files are opened.
  *

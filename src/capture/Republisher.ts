@@ -70,39 +70,37 @@ export const makeRepublisher = (
     measure()
 
     /** Everything kept goes back through the spool, under a producer of its own. */
-    const publishAgain = (why: string) =>
-      Effect.gen(function*() {
-        const batches = retention.takeAll()
-        const nextId = batchIds()
-        let captures = 0
-        for (const { payloads } of batches) {
-          spool.appendPublished(nextId(), payloads)
-          captures += payloads.length
-        }
-        measure()
-        if (captures === 0) return
-        republished.updateUnsafe(captures, context)
-        yield* Effect.logWarning("Redis lost captures it held (restarted without persistence, or failed over); publishing them again", {
-          why,
-          captures
-        })
+    const publishAgain = Effect.fnUntraced(function*(why: string) {
+      const batches = retention.takeAll()
+      const nextId = batchIds()
+      let captures = 0
+      for (const { payloads } of batches) {
+        spool.appendPublished(nextId(), payloads)
+        captures += payloads.length
+      }
+      measure()
+      if (captures === 0) return
+      republished.updateUnsafe(captures, context)
+      yield* Effect.logWarning("Redis lost captures it held (restarted without persistence, or failed over); publishing them again", {
+        why,
+        captures
       })
+    })
 
-    const keep = (batch: BatchId, head: string, payloads: ReadonlyArray<CapturePayload>) =>
-      Effect.gen(function*() {
-        const dropped = retention.add(batch, head, payloads)
-        measure()
-        if (dropped === 0) {
-          warnedFull = false
-          return
-        }
-        forgotten.updateUnsafe(dropped, context)
-        if (warnedFull) return
-        warnedFull = true
-        yield* Effect.logWarning("capture retention full (LEDGER_CAPTURE_RETAIN_MB): the oldest uncommitted captures are protected by Redis alone", {
-          forgotten: dropped
-        })
+    const keep = Effect.fnUntraced(function*(batch: BatchId, head: string, payloads: ReadonlyArray<CapturePayload>) {
+      const dropped = retention.add(batch, head, payloads)
+      measure()
+      if (dropped === 0) {
+        warnedFull = false
+        return
+      }
+      forgotten.updateUnsafe(dropped, context)
+      if (warnedFull) return
+      warnedFull = true
+      yield* Effect.logWarning("capture retention full (LEDGER_CAPTURE_RETAIN_MB): the oldest uncommitted captures are protected by Redis alone", {
+        forgotten: dropped
       })
+    })
 
     const published = (batch: BatchId, result: Published, payloads: ReadonlyArray<CapturePayload>) =>
       Effect.gen(function*() {

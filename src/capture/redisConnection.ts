@@ -101,51 +101,48 @@ export interface RedisTarget {
 }
 
 /** LEDGER_REDIS_CLUSTER, else REDIS_URL — a cluster when it names a cluster node (asked once, at start). */
-export const resolveTarget = (settings: LedgerSettings) =>
-  Effect.gen(function*() {
-    const configured = settings.redisCluster.map(Redacted.value)
-    if (configured.length > 0) return { url: "", cluster: configured }
-    const url = yield* Option.match(settings.redisUrl, {
-      onNone: () => Effect.fail(new StreamUnavailable({ message: "REDIS_URL is not set" })),
-      onSome: (url) => Effect.succeed(Redacted.value(url))
-    })
-    if (!(yield* isClusterNode(url))) return { url, cluster: [] }
-    yield* Effect.logInfo("REDIS_URL names a node of a Redis Cluster: the capture stream runs on the cluster")
-    return { url, cluster: [url] }
+export const resolveTarget = Effect.fnUntraced(function*(settings: LedgerSettings) {
+  const configured = settings.redisCluster.map(Redacted.value)
+  if (configured.length > 0) return { url: "", cluster: configured }
+  const url = yield* Option.match(settings.redisUrl, {
+    onNone: () => Effect.fail(new StreamUnavailable({ message: "REDIS_URL is not set" })),
+    onSome: (url) => Effect.succeed(Redacted.value(url))
   })
+  if (!(yield* isClusterNode(url))) return { url, cluster: [] }
+  yield* Effect.logInfo("REDIS_URL names a node of a Redis Cluster: the capture stream runs on the cluster")
+  return { url, cluster: [url] }
+})
 
 /** A client of the target, closed with the scope; `connect` waits for its first outcome (see `open`). */
-export const connect = (target: RedisTarget, name: string): Effect.Effect<Client, StreamUnavailable, Scope.Scope> =>
-  Effect.gen(function*() {
-    const onCluster = target.cluster.length > 0
-    const context = yield* Effect.context<never>()
-    const runFork = Effect.runForkWith(context)
-    let closed = false
-    const client = yield* Effect.acquireRelease(
-      Effect.try({
-        try: () => onCluster ? makeCluster(target.cluster) : makeClient(target.url),
-        // The parse error would quote the URL, password included: report without it.
-        catch: () => new StreamUnavailable({ message: onCluster ? "LEDGER_REDIS_CLUSTER is not a list of valid Redis nodes" : "REDIS_URL is not a valid Redis URL" })
-      }),
-      close
-    )
-    // (finalizers run last first: no retry of a cluster's connect once closing begins)
-    yield* Effect.addFinalizer(() => Effect.sync(() => (closed = true)))
-    yield* open(client, name, { onCluster, isClosed: () => closed, runFork })
-    return client
-  })
+export const connect = Effect.fnUntraced(function*(target: RedisTarget, name: string): Effect.fn.Return<Client, StreamUnavailable, Scope.Scope> {
+  const onCluster = target.cluster.length > 0
+  const context = yield* Effect.context<never>()
+  const runFork = Effect.runForkWith(context)
+  let closed = false
+  const client = yield* Effect.acquireRelease(
+    Effect.try({
+      try: () => onCluster ? makeCluster(target.cluster) : makeClient(target.url),
+      // The parse error would quote the URL, password included: report without it.
+      catch: () => new StreamUnavailable({ message: onCluster ? "LEDGER_REDIS_CLUSTER is not a list of valid Redis nodes" : "REDIS_URL is not a valid Redis URL" })
+    }),
+    close
+  )
+  // (finalizers run last first: no retry of a cluster's connect once closing begins)
+  yield* Effect.addFinalizer(() => Effect.sync(() => (closed = true)))
+  yield* open(client, name, { onCluster, isClosed: () => closed, runFork })
+  return client
+})
 
 /**
  * A connection of its own for blocking reads (a blocked command holds its connection), with no client-side command
  * timeout (BLOCK bounds the command; `call` adds a margin). The caller destroys it.
  */
-export const readerOf = (client: Client, target: RedisTarget, name: string) =>
-  Effect.gen(function*() {
-    const reader = client.duplicate({ commandOptions: { timeout: 0 } })
-    const context = yield* Effect.context<never>()
-    yield* open(reader, name, { onCluster: target.cluster.length > 0, isClosed: () => false, runFork: Effect.runForkWith(context) })
-    return reader
-  })
+export const readerOf = Effect.fnUntraced(function*(client: Client, target: RedisTarget, name: string) {
+  const reader = client.duplicate({ commandOptions: { timeout: 0 } })
+  const context = yield* Effect.context<never>()
+  yield* open(reader, name, { onCluster: target.cluster.length > 0, isClosed: () => false, runFork: Effect.runForkWith(context) })
+  return reader
+})
 
 /**
  * Starts connecting and waits for the first outcome (ready, or a first error such as a refused connection)

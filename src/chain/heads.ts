@@ -21,20 +21,19 @@ export interface ChainHead {
  * Locks and reads the workspace's chain head; `alongside`, a data-modifying statement, runs in the same round trip
  * (the builder's last write before its decisions', so the lock costs the transaction no extra wait on the network).
  */
-export const lockChain = (scope: WorkspaceScope, alongside?: Statement.Fragment) =>
-  Effect.gen(function*() {
-    const sql = yield* ScopedSql
-    const [row] = yield* sql<{ head_seq: string | number; head_hash: Uint8Array | null; head_at: Date | null }>`
-      ${alongside === undefined ? sql`` : sql`WITH alongside AS (${alongside})`}
-      INSERT INTO ledger_chains (tenant_id, workspace_id) VALUES (${scope.tenant_id}::uuid, ${scope.workspace_id}::uuid)
-      ON CONFLICT (tenant_id, workspace_id) DO UPDATE SET head_seq = ledger_chains.head_seq
-      RETURNING head_seq, head_hash, head_at`
-    return {
-      seq: Number(row!.head_seq),
-      hash: row!.head_hash === null ? GENESIS : Buffer.from(row!.head_hash),
-      at: row!.head_at?.getTime() ?? 0
-    } satisfies ChainHead
-  })
+export const lockChain = Effect.fnUntraced(function*(scope: WorkspaceScope, alongside?: Statement.Fragment) {
+  const sql = yield* ScopedSql
+  const [row] = yield* sql<{ head_seq: string | number; head_hash: Uint8Array | null; head_at: Date | null }>`
+    ${alongside === undefined ? sql`` : sql`WITH alongside AS (${alongside})`}
+    INSERT INTO ledger_chains (tenant_id, workspace_id) VALUES (${scope.tenant_id}::uuid, ${scope.workspace_id}::uuid)
+    ON CONFLICT (tenant_id, workspace_id) DO UPDATE SET head_seq = ledger_chains.head_seq
+    RETURNING head_seq, head_hash, head_at`
+  return {
+    seq: Number(row!.head_seq),
+    hash: row!.head_hash === null ? GENESIS : Buffer.from(row!.head_hash),
+    at: row!.head_at?.getTime() ?? 0
+  } satisfies ChainHead
+})
 
 /** The statement that moves the locked head to the last decision chained (alone, or in a builder's insert). */
 export const headUpdate = (sql: ScopedSql["Service"], scope: WorkspaceScope, head: ChainHead) =>

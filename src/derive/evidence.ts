@@ -16,7 +16,7 @@ const MAX_EVIDENCE = 100
  * The trail as it is gathered, in the conversation's order: the first item of each content, up to MAX_EVIDENCE.
  * An agent's call carries its whole conversation, so the trail fills within the first turns of a long one and the
  * rest is neither scanned nor hashed: contents are told apart as text, and only the items kept are hashed
- * (bench/RESULTS.md, "Long agent conversations").
+ * (bench/notes/builder.md, "Long agent conversations").
  */
 interface Trail {
   readonly items: Array<Evidence>

@@ -99,7 +99,7 @@ export const extractSubjectsFromCall = (derivation: Derivation, call: ChatCall):
     subjects.push({ kind, key, label })
   }
   // An agent's call carries its whole conversation: once a kind (or the whole list) is full, the scans that could
-  // only add to it are skipped — what they would find is refused anyway (bench/RESULTS.md, "Long agent conversations")
+  // only add to it are skipped — what they would find is refused anyway (bench/notes/builder.md, "Long agent conversations")
   const open = (kind: SubjectKind) => (perKind.get(kind) ?? 0) < MAX_PER_KIND
   const full = () => subjects.length >= MAX_SUBJECTS
   const addTable = (table: string) => {

@@ -28,7 +28,7 @@ const UNCOLLAPSED = /[^\S ]| {2}/
 export const collapseWhitespace = (text: string): string =>
   (UNCOLLAPSED.test(text) ? text.replace(/\s+/g, " ") : text).trim()
 
-/** One-shot `hash`: a Hash object per call cost the builder ~3 µs a decision more (bench/RESULTS.md, "Scale"). */
+/** One-shot `hash`: a Hash object per call cost the builder ~3 µs a decision more (bench/notes/ingest.md, "Backlog drain of short captures"). */
 export const sha256Hex = (text: string): string => hash("sha256", text, "hex")
 
 const NO_MATCHES: ReadonlyArray<RegExpExecArray> = []
@@ -203,7 +203,7 @@ const isPathCharacter = (code: number) => code < 128 && PATH_CHARACTERS[code] ==
  * the text as a global match would, without trying it at every position. A path lies within one run of path
  * characters that holds a hint, and can start only where its look-behind allows — at the run's start or just after a
  * `~` (the one path character the look-behind does not refuse) — so only those places are tried (3–4× faster on
- * agents' conversations: bench/RESULTS.md, "The derivation's text scans"). test/unit/file-paths.test.ts holds it to
+ * agents' conversations: bench/notes/builder.md, "The derivation's text scans"). test/unit/file-paths.test.ts holds it to
  * the scan.
  */
 export const findFilePaths = (text: string): Array<string> => {

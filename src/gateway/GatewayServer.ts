@@ -2,7 +2,8 @@
  * The gateway's HTTP server (LEDGER_GATEWAY_PORT).
  *
  * A plain `node:http` server rather than Effect's router: the router was measured costing a quarter of the proxy's
- * throughput (bench/RESULTS.md, "Gateway"), and this path is the caller's latency. The server's lifetime is owned by
+ * throughput (bench/notes/gateway.md, "The bare proxy inside Effect's router"), and this path is the caller's
+ * latency. The server's lifetime is owned by
  * the layer (closed on scope exit, in-flight requests finish); handlers run Effect code only off the hot path.
  */
 import { Context, Effect, Layer } from "effect"

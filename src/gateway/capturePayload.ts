@@ -4,7 +4,7 @@
  * the publisher encoding the result, cost a long call more than forwarding it. When the caller's bytes are valid
  * UTF-8 the payload is built as bytes instead: the other fields by JSON.stringify, the request escaped straight from
  * the caller's bytes. The bytes are those of the text JSON.stringify would make, the fields in another order
- * (bench/RESULTS.md, "Long agent conversations").
+ * (bench/notes/gateway.md, "The gateway on long agent conversations").
  */
 import type { Capture } from "../domain/capture.ts"
 import type { CapturePayload } from "../capture/CaptureStream.ts"

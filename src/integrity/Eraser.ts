@@ -112,111 +112,108 @@ export class Eraser extends Context.Service<Eraser, {
         }`
 
       /** Counts what the target matches now and writes its signed event; null (and no event) when nothing matches. */
-      const writeEvent = (target: Target) =>
-        Effect.gen(function*() {
-          const sql = yield* ScopedSql
-          const [last] = yield* sql<Key>`SELECT created_at::text AS created_at, ledger_id::text AS ledger_id FROM decisions d
-            WHERE ${matching(sql, target)} ORDER BY d.created_at DESC, d.ledger_id DESC LIMIT 1`
-          if (last === undefined) return null
-          const [{ n }] = yield* sql<{ n: number }>`SELECT count(*)::float8 AS n FROM decisions WHERE ${matching(sql, target)}`
-          const event = {
-            event_id: Crypto.randomUUID(),
-            kind: "erase",
-            at: new Date(yield* Clock.currentTimeMillis),
-            detail: { criteria: target.criteria, decisions: n }
-          }
-          // the current key is always held
-          const mac = keys.mac(keys.current.id, auditMacText(target.scope, event))!
-          yield* sql`INSERT INTO ledger_audit_events (event_id, tenant_id, workspace_id, kind, at, detail, chain_key, mac)
-            VALUES (${event.event_id}::uuid, ${target.scope.tenant_id}::uuid, ${target.scope.workspace_id}::uuid, ${event.kind},
-              ${event.at}, ${JSON.stringify(event.detail)}::jsonb, ${keys.current.id}, decode(${mac.toString("hex")}, 'hex'))`
-          return { event_id: event.event_id, last }
-        })
+      const writeEvent = Effect.fnUntraced(function*(target: Target) {
+        const sql = yield* ScopedSql
+        const [last] = yield* sql<Key>`SELECT created_at::text AS created_at, ledger_id::text AS ledger_id FROM decisions d
+          WHERE ${matching(sql, target)} ORDER BY d.created_at DESC, d.ledger_id DESC LIMIT 1`
+        if (last === undefined) return null
+        const [{ n }] = yield* sql<{ n: number }>`SELECT count(*)::float8 AS n FROM decisions WHERE ${matching(sql, target)}`
+        const event = {
+          event_id: Crypto.randomUUID(),
+          kind: "erase",
+          at: new Date(yield* Clock.currentTimeMillis),
+          detail: { criteria: target.criteria, decisions: n }
+        }
+        // the current key is always held
+        const mac = keys.mac(keys.current.id, auditMacText(target.scope, event))!
+        yield* sql`INSERT INTO ledger_audit_events (event_id, tenant_id, workspace_id, kind, at, detail, chain_key, mac)
+          VALUES (${event.event_id}::uuid, ${target.scope.tenant_id}::uuid, ${target.scope.workspace_id}::uuid, ${event.kind},
+            ${event.at}, ${JSON.stringify(event.detail)}::jsonb, ${keys.current.id}, decode(${mac.toString("hex")}, 'hex'))`
+        return { event_id: event.event_id, last }
+      })
 
       /**
        * Tombstones the next `size` matching decisions after `after`, up to `bound`, and forgets what analytics derived
        * from them. A keyset, not the first matches left: those would be found after every tombstone before them.
        */
-      const erasePage = (target: Target, eventId: string, after: Key, bound: Key, size: number) =>
-        Effect.gen(function*() {
-          const sql = yield* ScopedSql
-          const { tenant_id, workspace_id } = target.scope
-          // ordered by the columns (`d.`), not the text the select names alike; the plain `created_at` conditions are
-          // what an index with created_at DESC takes as its bounds
-          const page = yield* sql<Key & { agent_id: string }>`SELECT created_at::text AS created_at, ledger_id::text AS ledger_id, agent_id FROM decisions d
-            WHERE ${matching(sql, target)}
-              AND created_at >= ${after.created_at}::timestamptz AND (created_at, ledger_id) > (${after.created_at}::timestamptz, ${after.ledger_id}::uuid)
-              AND created_at <= ${bound.created_at}::timestamptz AND (created_at, ledger_id) <= (${bound.created_at}::timestamptz, ${bound.ledger_id}::uuid)
-            ORDER BY d.created_at, d.ledger_id LIMIT ${size}`
-          if (page.length === 0) return { read: 0, erased: 0, last: after }
-          // the builder's locks on these agents: a batch that read their sessions' first titles before this page
-          // committed would write them back over the blanked ones
-          yield* lockAgents(page.map((row) => agentLockKey(target.scope, row.agent_id)))
-          // and the materialiser's: a batch read before this page commits is written before it (and blanked by it) or
-          // after it, when the batch leaves out what the page changed
-          yield* sql`SELECT pg_advisory_xact_lock(hashtext(${analyticsLockKey(target.scope)}))`
-          const erased = yield* sql<{ ledger_id: string; session_id: string }>`
-            UPDATE decisions d SET raw_request = '', raw_response = NULL, raw_context = NULL, error = NULL, title = '',
-              subjects = '[]'::jsonb, derivation = ${sql.literal(ERASED_DERIVATION)}, erasure_id = ${eventId}::uuid,
-              built_at = clock_timestamp()
-            WHERE d.ledger_id = ANY(${page.map((row) => row.ledger_id)}::uuid[]) AND d.erasure_id IS NULL
-            RETURNING d.ledger_id::text AS ledger_id, d.session_id::text AS session_id`
-          const done = { read: page.length, erased: erased.length, last: page.at(-1)! }
-          if (erased.length === 0) return done
-          const ids = erased.map((row) => row.ledger_id)
-          // a decision's posting blocks are found by its search row's lexemes (their key) and time, before the row is
-          // blanked: the first block of the lexeme ending at or after it that holds it. Similarity search reads
-          // document frequencies, so the term counts lose the decisions too
-          yield* forgetPostings(
-            target.scope,
-            sql`SELECT unnest(${ids}::uuid[]) AS ledger_id`,
-            sql`SELECT DISTINCT k.lexeme, k.newest, k.head FROM decision_search s, unnest(s.document) t
-              CROSS JOIN LATERAL (SELECT b.lexeme, b.newest, b.head FROM search_posting_blocks b
-                WHERE b.tenant_id = ${tenant_id}::uuid AND b.workspace_id = ${workspace_id}::uuid AND b.lexeme = t.lexeme
-                  AND b.newest >= s.created_at AND b.oldest <= s.created_at AND s.ledger_id = ANY(b.ledger_ids)
-                ORDER BY b.newest LIMIT 1) k
-              WHERE s.ledger_id = ANY(${ids}::uuid[])`
-          )
-          yield* sql`UPDATE decision_search SET document = ''::tsvector,
-              local_vector = array_fill(0::real, ARRAY[${VECTOR_DIMENSIONS}::int]), embedding = NULL, embedding_model = NULL,
-              call_signature = ''
-            WHERE ledger_id = ANY(${ids}::uuid[])`
-          yield* sql`DELETE FROM decision_prints WHERE tenant_id = ${tenant_id}::uuid AND workspace_id = ${workspace_id}::uuid
-            AND ledger_id = ANY(${ids}::uuid[])`
-          yield* sql`DELETE FROM handoffs WHERE tenant_id = ${tenant_id}::uuid AND workspace_id = ${workspace_id}::uuid
-            AND (producer_ledger_id = ANY(${ids}::uuid[]) OR consumer_ledger_id = ANY(${ids}::uuid[]))`
-          yield* sql`UPDATE insights SET title = regexp_replace(title, ${LOOP_TITLE_QUOTE}, '')
-            WHERE tenant_id = ${tenant_id}::uuid AND workspace_id = ${workspace_id}::uuid AND type = 'loop'
-              AND ledger_ids && ${ids}::text[]`
-          yield* sql`UPDATE sessions SET summary = '',
-              first_title = CASE WHEN first_ledger_id = ANY(${ids}::uuid[]) THEN '' ELSE first_title END
-            WHERE session_id = ANY(${[...new Set(erased.map((row) => row.session_id))]}::uuid[])
-              AND (summary <> '' OR (first_ledger_id = ANY(${ids}::uuid[]) AND first_title <> ''))`
-          return done
-        })
+      const erasePage = Effect.fnUntraced(function*(target: Target, eventId: string, after: Key, bound: Key, size: number) {
+        const sql = yield* ScopedSql
+        const { tenant_id, workspace_id } = target.scope
+        // ordered by the columns (`d.`), not the text the select names alike; the plain `created_at` conditions are
+        // what an index with created_at DESC takes as its bounds
+        const page = yield* sql<Key & { agent_id: string }>`SELECT created_at::text AS created_at, ledger_id::text AS ledger_id, agent_id FROM decisions d
+          WHERE ${matching(sql, target)}
+            AND created_at >= ${after.created_at}::timestamptz AND (created_at, ledger_id) > (${after.created_at}::timestamptz, ${after.ledger_id}::uuid)
+            AND created_at <= ${bound.created_at}::timestamptz AND (created_at, ledger_id) <= (${bound.created_at}::timestamptz, ${bound.ledger_id}::uuid)
+          ORDER BY d.created_at, d.ledger_id LIMIT ${size}`
+        if (page.length === 0) return { read: 0, erased: 0, last: after }
+        // the builder's locks on these agents: a batch that read their sessions' first titles before this page
+        // committed would write them back over the blanked ones
+        yield* lockAgents(page.map((row) => agentLockKey(target.scope, row.agent_id)))
+        // and the materialiser's: a batch read before this page commits is written before it (and blanked by it) or
+        // after it, when the batch leaves out what the page changed
+        yield* sql`SELECT pg_advisory_xact_lock(hashtext(${analyticsLockKey(target.scope)}))`
+        const erased = yield* sql<{ ledger_id: string; session_id: string }>`
+          UPDATE decisions d SET raw_request = '', raw_response = NULL, raw_context = NULL, error = NULL, title = '',
+            subjects = '[]'::jsonb, derivation = ${sql.literal(ERASED_DERIVATION)}, erasure_id = ${eventId}::uuid,
+            built_at = clock_timestamp()
+          WHERE d.ledger_id = ANY(${page.map((row) => row.ledger_id)}::uuid[]) AND d.erasure_id IS NULL
+          RETURNING d.ledger_id::text AS ledger_id, d.session_id::text AS session_id`
+        const done = { read: page.length, erased: erased.length, last: page.at(-1)! }
+        if (erased.length === 0) return done
+        const ids = erased.map((row) => row.ledger_id)
+        // a decision's posting blocks are found by its search row's lexemes (their key) and time, before the row is
+        // blanked: the first block of the lexeme ending at or after it that holds it. Similarity search reads
+        // document frequencies, so the term counts lose the decisions too
+        yield* forgetPostings(
+          target.scope,
+          sql`SELECT unnest(${ids}::uuid[]) AS ledger_id`,
+          sql`SELECT DISTINCT k.lexeme, k.newest, k.head FROM decision_search s, unnest(s.document) t
+            CROSS JOIN LATERAL (SELECT b.lexeme, b.newest, b.head FROM search_posting_blocks b
+              WHERE b.tenant_id = ${tenant_id}::uuid AND b.workspace_id = ${workspace_id}::uuid AND b.lexeme = t.lexeme
+                AND b.newest >= s.created_at AND b.oldest <= s.created_at AND s.ledger_id = ANY(b.ledger_ids)
+              ORDER BY b.newest LIMIT 1) k
+            WHERE s.ledger_id = ANY(${ids}::uuid[])`
+        )
+        yield* sql`UPDATE decision_search SET document = ''::tsvector,
+            local_vector = array_fill(0::real, ARRAY[${VECTOR_DIMENSIONS}::int]), embedding = NULL, embedding_model = NULL,
+            call_signature = ''
+          WHERE ledger_id = ANY(${ids}::uuid[])`
+        yield* sql`DELETE FROM decision_prints WHERE tenant_id = ${tenant_id}::uuid AND workspace_id = ${workspace_id}::uuid
+          AND ledger_id = ANY(${ids}::uuid[])`
+        yield* sql`DELETE FROM handoffs WHERE tenant_id = ${tenant_id}::uuid AND workspace_id = ${workspace_id}::uuid
+          AND (producer_ledger_id = ANY(${ids}::uuid[]) OR consumer_ledger_id = ANY(${ids}::uuid[]))`
+        yield* sql`UPDATE insights SET title = regexp_replace(title, ${LOOP_TITLE_QUOTE}, '')
+          WHERE tenant_id = ${tenant_id}::uuid AND workspace_id = ${workspace_id}::uuid AND type = 'loop'
+            AND ledger_ids && ${ids}::text[]`
+        yield* sql`UPDATE sessions SET summary = '',
+            first_title = CASE WHEN first_ledger_id = ANY(${ids}::uuid[]) THEN '' ELSE first_title END
+          WHERE session_id = ANY(${[...new Set(erased.map((row) => row.session_id))]}::uuid[])
+            AND (summary <> '' OR (first_ledger_id = ANY(${ids}::uuid[]) AND first_title <> ''))`
+        return done
+      })
 
-      const eraseTarget = (target: Target, size: number) =>
-        Effect.gen(function*() {
-          const first = yield* tenantSql.write(target.scope, Effect.gen(function*() {
-            const event = yield* writeEvent(target)
-            return event === null ? null : { ...event, page: yield* erasePage(target, event.event_id, START, event.last, size) }
-          }))
-          if (first === null) return null
-          let page = first.page
-          let total = page.erased
-          while (page.read === size) {
-            page = yield* tenantSql.write(target.scope, erasePage(target, first.event_id, page.last, first.last, size))
-            total += page.erased
-          }
-          return {
-            tenant: target.scope.tenant,
-            workspace: target.scope.workspace,
-            tenant_id: target.scope.tenant_id,
-            workspace_id: target.scope.workspace_id,
-            decisions: total,
-            event_id: first.event_id
-          } satisfies ErasedWorkspace
-        })
+      const eraseTarget = Effect.fnUntraced(function*(target: Target, size: number) {
+        const first = yield* tenantSql.write(target.scope, Effect.gen(function*() {
+          const event = yield* writeEvent(target)
+          return event === null ? null : { ...event, page: yield* erasePage(target, event.event_id, START, event.last, size) }
+        }))
+        if (first === null) return null
+        let page = first.page
+        let total = page.erased
+        while (page.read === size) {
+          page = yield* tenantSql.write(target.scope, erasePage(target, first.event_id, page.last, first.last, size))
+          total += page.erased
+        }
+        return {
+          tenant: target.scope.tenant,
+          workspace: target.scope.workspace,
+          tenant_id: target.scope.tenant_id,
+          workspace_id: target.scope.workspace_id,
+          decisions: total,
+          event_id: first.event_id
+        } satisfies ErasedWorkspace
+      })
 
       /** The workspaces and per-workspace criteria of a request; a user is named by id in each of their tenants. */
       const targetsOf = Effect.fnUntraced(function*(criteria: ErasureCriteria, workspace: string | undefined) {

@@ -105,58 +105,57 @@ const stretches = (from: number, to: number, size: number) => {
 }
 
 /** Threads that check stretches (verifyThread.ts), for the life of a scope. */
-const threadPool = (data: VerifyThreadData, size: number) =>
-  Effect.gen(function*() {
-    const threads = yield* Effect.acquireRelease(
-      Effect.sync(() => Array.from({ length: size }, () => new Worker(new URL("./verifyThread.ts", import.meta.url), { workerData: data }))),
-      (threads) => Effect.promise(() => Promise.all(threads.map((thread) => thread.terminate())))
-    )
-    const idle = [...threads]
-    const waiting = new Map<number, { progress: (rows: number) => void; done: (result: RangeResult | Error) => void }>()
-    let next = 0
-    for (const thread of threads) {
-      thread.on("message", (message: FromVerifyThread) => {
-        const task = waiting.get(message.id)
-        if (task === undefined) return
-        if (message.type === "progress") return task.progress(message.rows)
-        waiting.delete(message.id)
-        idle.push(thread)
-        task.done(message.type === "result" ? message.result : new Error(message.message))
+const threadPool = Effect.fnUntraced(function*(data: VerifyThreadData, size: number) {
+  const threads = yield* Effect.acquireRelease(
+    Effect.sync(() => Array.from({ length: size }, () => new Worker(new URL("./verifyThread.ts", import.meta.url), { workerData: data }))),
+    (threads) => Effect.promise(() => Promise.all(threads.map((thread) => thread.terminate())))
+  )
+  const idle = [...threads]
+  const waiting = new Map<number, { progress: (rows: number) => void; done: (result: RangeResult | Error) => void }>()
+  let next = 0
+  for (const thread of threads) {
+    thread.on("message", (message: FromVerifyThread) => {
+      const task = waiting.get(message.id)
+      if (task === undefined) return
+      if (message.type === "progress") return task.progress(message.rows)
+      waiting.delete(message.id)
+      idle.push(thread)
+      task.done(message.type === "result" ? message.result : new Error(message.message))
+    })
+    thread.on("error", (error) => {
+      for (const task of waiting.values()) task.done(error)
+      waiting.clear()
+    })
+  }
+  /** Checks a stretch on an idle thread (callers run at most `size` at once). */
+  return (task: RangeTask, progress: (rows: number) => Effect.Effect<void>) =>
+    Effect.gen(function*() {
+      const done = yield* Deferred.make<RangeResult, DatabaseUnavailable>()
+      let counted = 0
+      const id = next++
+      waiting.set(id, {
+        progress: (rows) => (counted += rows),
+        done: (result) =>
+          Deferred.doneUnsafe(
+            done,
+            result instanceof Error ? Effect.fail(new DatabaseUnavailable({ message: `verification thread: ${result.message}`, cause: result })) : Effect.succeed(result)
+          )
       })
-      thread.on("error", (error) => {
-        for (const task of waiting.values()) task.done(error)
-        waiting.clear()
+      idle.pop()!.postMessage({ id, task } satisfies ToVerifyThread)
+      // the thread's progress, passed on as it comes
+      let reported = 0
+      const report = Effect.suspend(() => {
+        const rows = counted - reported
+        reported = counted
+        return rows > 0 ? progress(rows) : Effect.void
       })
-    }
-    /** Checks a stretch on an idle thread (callers run at most `size` at once). */
-    return (task: RangeTask, progress: (rows: number) => Effect.Effect<void>) =>
-      Effect.gen(function*() {
-        const done = yield* Deferred.make<RangeResult, DatabaseUnavailable>()
-        let counted = 0
-        const id = next++
-        waiting.set(id, {
-          progress: (rows) => (counted += rows),
-          done: (result) =>
-            Deferred.doneUnsafe(
-              done,
-              result instanceof Error ? Effect.fail(new DatabaseUnavailable({ message: `verification thread: ${result.message}`, cause: result })) : Effect.succeed(result)
-            )
-        })
-        idle.pop()!.postMessage({ id, task } satisfies ToVerifyThread)
-        // the thread's progress, passed on as it comes
-        let reported = 0
-        const report = Effect.suspend(() => {
-          const rows = counted - reported
-          reported = counted
-          return rows > 0 ? progress(rows) : Effect.void
-        })
-        const result = yield* Deferred.await(done).pipe(
-          Effect.raceFirst(Effect.forever(Effect.andThen(Effect.sleep("100 millis"), report)))
-        )
-        yield* report
-        return result as RangeResult
-      })
-  })
+      const result = yield* Deferred.await(done).pipe(
+        Effect.raceFirst(Effect.forever(Effect.andThen(Effect.sleep("100 millis"), report)))
+      )
+      yield* report
+      return result as RangeResult
+    })
+})
 
 export class Verifier extends Context.Service<Verifier, {
   run(options?: {

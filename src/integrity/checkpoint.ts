@@ -80,14 +80,13 @@ export const parseCheckpoint = (text: string) =>
  * The heads a checkpoint vouches for, by workspace id — once its signature holds and its public key is the one this
  * install's key of that id derives (a checkpoint signed by anyone else proves nothing about this ledger).
  */
-export const checkpointHeads = (checkpoint: Checkpoint) =>
-  Effect.gen(function*() {
-    const keys = yield* IntegrityKeys
-    if (!verifySignature(checkpoint.public_key, signedText(checkpoint), checkpoint.signature)) {
-      return yield* Effect.fail(new CheckpointInvalid({ message: "the checkpoint's signature does not hold: it was changed after it was signed" }))
-    }
-    if (keys.publicKey(checkpoint.key_id) !== checkpoint.public_key) {
-      return yield* Effect.fail(new CheckpointInvalid({ message: `the checkpoint was signed with a key other than this ledger's key ${checkpoint.key_id}` }))
-    }
-    return new Map(checkpoint.workspaces.map((entry) => [entry.workspace_id, { seq: entry.seq, hash: Buffer.from(entry.hash, "hex") }]))
-  })
+export const checkpointHeads = Effect.fnUntraced(function*(checkpoint: Checkpoint) {
+  const keys = yield* IntegrityKeys
+  if (!verifySignature(checkpoint.public_key, signedText(checkpoint), checkpoint.signature)) {
+    return yield* Effect.fail(new CheckpointInvalid({ message: "the checkpoint's signature does not hold: it was changed after it was signed" }))
+  }
+  if (keys.publicKey(checkpoint.key_id) !== checkpoint.public_key) {
+    return yield* Effect.fail(new CheckpointInvalid({ message: `the checkpoint was signed with a key other than this ledger's key ${checkpoint.key_id}` }))
+  }
+  return new Map(checkpoint.workspaces.map((entry) => [entry.workspace_id, { seq: entry.seq, hash: Buffer.from(entry.hash, "hex") }]))
+})

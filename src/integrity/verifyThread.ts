@@ -28,17 +28,16 @@ const keys = IntegrityKeys.fromSecrets(data.secrets.map(({ id, secret }) => ({ i
 // two connections: a page is read while the one before it is hashed
 const tenantSqlLayer = TenantSql.layer.pipe(Layer.provide(PgClient.layer({ url: Redacted.make(data.databaseUrl), maxConnections: 2 })))
 
-const run = (id: number, task: RangeTask) =>
-  Effect.gen(function*() {
-    const tenantSql = yield* TenantSql
-    const scope = { ...task.scope, user_id: "", role: "member" as const }
-    return yield* checkRange(
-      task,
-      keys,
-      (effect) => tenantSql.read(scope, effect),
-      (rows) => Effect.sync(() => port.postMessage({ type: "progress", id, rows } satisfies FromVerifyThread))
-    )
-  })
+const run = Effect.fnUntraced(function*(id: number, task: RangeTask) {
+  const tenantSql = yield* TenantSql
+  const scope = { ...task.scope, user_id: "", role: "member" as const }
+  return yield* checkRange(
+    task,
+    keys,
+    (effect) => tenantSql.read(scope, effect),
+    (rows) => Effect.sync(() => port.postMessage({ type: "progress", id, rows } satisfies FromVerifyThread))
+  )
+})
 
 // one runtime for the thread's life: its connections serve every task it is sent
 const runtime = ManagedRuntime.make(tenantSqlLayer)

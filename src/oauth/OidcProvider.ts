@@ -77,51 +77,49 @@ export const oidcProvider = (settings: OidcSettings, redirectUri: string): OidcP
     catch: (cause) => new OidcFailure({ message: `${name} could not be reached for its OpenID configuration (${messageOf(cause)})` })
   })
 
-  const authorizationUrl = (login: OidcLogin) =>
-    Effect.gen(function*() {
-      const config = yield* configuration
-      const challenge = yield* Effect.promise(() => Oidc.calculatePKCECodeChallenge(login.codeVerifier))
-      return Oidc.buildAuthorizationUrl(config, {
-        redirect_uri: redirectUri,
-        scope: "openid email",
-        state: login.state,
-        nonce: login.nonce,
-        code_challenge: challenge,
-        code_challenge_method: "S256"
-      })
+  const authorizationUrl = Effect.fnUntraced(function*(login: OidcLogin) {
+    const config = yield* configuration
+    const challenge = yield* Effect.promise(() => Oidc.calculatePKCECodeChallenge(login.codeVerifier))
+    return Oidc.buildAuthorizationUrl(config, {
+      redirect_uri: redirectUri,
+      scope: "openid email",
+      state: login.state,
+      nonce: login.nonce,
+      code_challenge: challenge,
+      code_challenge_method: "S256"
     })
+  })
 
-  const identify = (callbackQuery: URLSearchParams, login: OidcLogin) =>
-    Effect.gen(function*() {
-      const config = yield* configuration
-      // the URL the provider was given, with its answer: the token request must name the same redirect URI
-      const callbackUrl = new URL(redirectUri)
-      callbackUrl.search = callbackQuery.toString()
-      const claims = yield* Effect.tryPromise({
-        try: async () => {
-          const tokens = await Oidc.authorizationCodeGrant(config, callbackUrl, {
-            pkceCodeVerifier: login.codeVerifier,
-            expectedState: login.state,
-            expectedNonce: login.nonce,
-            idTokenExpected: true
-          })
-          const claims = tokens.claims()!
-          // a provider may keep the email out of the ID token and answer it from its userinfo endpoint; what the
-          // signed ID token says wins over it
-          return (typeof claims.email === "string" && claims.email_verified !== undefined) || config.serverMetadata().userinfo_endpoint === undefined
-            ? claims
-            : { ...await Oidc.fetchUserInfo(config, tokens.access_token, claims.sub), ...claims }
-        },
-        catch: (cause) => new OidcFailure({ message: `the answer of ${name} could not be verified (${messageOf(cause)})` })
-      })
-      return {
-        issuer: config.serverMetadata().issuer,
-        subject: claims.sub,
-        email: typeof claims.email === "string" && claims.email !== "" ? claims.email : undefined,
-        // some providers answer the flag as a string
-        emailVerified: claims.email_verified === true || claims.email_verified === "true"
-      } satisfies OidcIdentity
+  const identify = Effect.fnUntraced(function*(callbackQuery: URLSearchParams, login: OidcLogin) {
+    const config = yield* configuration
+    // the URL the provider was given, with its answer: the token request must name the same redirect URI
+    const callbackUrl = new URL(redirectUri)
+    callbackUrl.search = callbackQuery.toString()
+    const claims = yield* Effect.tryPromise({
+      try: async () => {
+        const tokens = await Oidc.authorizationCodeGrant(config, callbackUrl, {
+          pkceCodeVerifier: login.codeVerifier,
+          expectedState: login.state,
+          expectedNonce: login.nonce,
+          idTokenExpected: true
+        })
+        const claims = tokens.claims()!
+        // a provider may keep the email out of the ID token and answer it from its userinfo endpoint; what the
+        // signed ID token says wins over it
+        return (typeof claims.email === "string" && claims.email_verified !== undefined) || config.serverMetadata().userinfo_endpoint === undefined
+          ? claims
+          : { ...await Oidc.fetchUserInfo(config, tokens.access_token, claims.sub), ...claims }
+      },
+      catch: (cause) => new OidcFailure({ message: `the answer of ${name} could not be verified (${messageOf(cause)})` })
     })
+    return {
+      issuer: config.serverMetadata().issuer,
+      subject: claims.sub,
+      email: typeof claims.email === "string" && claims.email !== "" ? claims.email : undefined,
+      // some providers answer the flag as a string
+      emailVerified: claims.email_verified === true || claims.email_verified === "true"
+    } satisfies OidcIdentity
+  })
 
   return { name, allowedDomains: settings.allowedDomains, ready: Effect.asVoid(configuration), authorizationUrl, identify }
 }

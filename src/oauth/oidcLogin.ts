@@ -95,56 +95,53 @@ export const oidcLoginHandlers = (context: OAuthContext) => {
     })
 
   /** The app's "Continue with <provider>": a login that ends in an app session, then `next`. */
-  const appStart = (provider: OidcProvider, next: string) =>
-    Effect.gen(function*() {
-      const ready = yield* Effect.result(provider.ready)
-      if (Result.isFailure(ready)) {
-        yield* Effect.logWarning("OpenID Connect sign-in could not start", { error: ready.failure.message })
-        return seeOther(`/signin?sso=unavailable`)
-      }
-      const login = yield* store.startOidcLogin({ app: { next } })
-      const target = yield* Effect.result(provider.authorizationUrl(login))
-      if (Result.isFailure(target)) return seeOther(`/signin?sso=unavailable`)
-      return toProvider(target.success, login)
-    })
+  const appStart = Effect.fnUntraced(function*(provider: OidcProvider, next: string) {
+    const ready = yield* Effect.result(provider.ready)
+    if (Result.isFailure(ready)) {
+      yield* Effect.logWarning("OpenID Connect sign-in could not start", { error: ready.failure.message })
+      return seeOther(`/signin?sso=unavailable`)
+    }
+    const login = yield* store.startOidcLogin({ app: { next } })
+    const target = yield* Effect.result(provider.authorizationUrl(login))
+    if (Result.isFailure(target)) return seeOther(`/signin?sso=unavailable`)
+    return toProvider(target.success, login)
+  })
 
   /**
    * Who the provider's answer signs in: the ledger user the account is linked to, else the one user its verified
    * email (in an allowed domain) names, then linked; or why not.
    */
-  const identifyUser = (provider: OidcProvider, query: URLSearchParams, login: OidcLogin) =>
-    Effect.gen(function*() {
-      const identity = yield* Effect.result(provider.identify(query, login))
-      if (Result.isFailure(identity)) {
-        yield* Effect.logWarning("OpenID Connect sign-in failed", { error: identity.failure.message })
-        return { _tag: "Failed", message: identity.failure.message } as const
-      }
-      const { email, emailVerified, issuer, subject } = identity.success
-      const domainAllowed = email !== undefined &&
-        (provider.allowedDomains.length === 0 || provider.allowedDomains.includes(email.slice(email.lastIndexOf("@") + 1).toLowerCase()))
-      const user = yield* store.oidcUser(issuer, subject, email !== undefined && emailVerified && domainAllowed ? email : undefined)
-      if (typeof user === "string") {
-        const reason: Refusal = user !== "none" ? user : email === undefined || !emailVerified ? "unverified" : !domainAllowed ? "domain" : "none"
-        yield* Effect.logInfo("OpenID Connect sign-in refused", { reason })
-        return { _tag: "Refused", reason, email } as const
-      }
-      return { _tag: "User", user } as const
-    })
+  const identifyUser = Effect.fnUntraced(function*(provider: OidcProvider, query: URLSearchParams, login: OidcLogin) {
+    const identity = yield* Effect.result(provider.identify(query, login))
+    if (Result.isFailure(identity)) {
+      yield* Effect.logWarning("OpenID Connect sign-in failed", { error: identity.failure.message })
+      return { _tag: "Failed", message: identity.failure.message } as const
+    }
+    const { email, emailVerified, issuer, subject } = identity.success
+    const domainAllowed = email !== undefined &&
+      (provider.allowedDomains.length === 0 || provider.allowedDomains.includes(email.slice(email.lastIndexOf("@") + 1).toLowerCase()))
+    const user = yield* store.oidcUser(issuer, subject, email !== undefined && emailVerified && domainAllowed ? email : undefined)
+    if (typeof user === "string") {
+      const reason: Refusal = user !== "none" ? user : email === undefined || !emailVerified ? "unverified" : !domainAllowed ? "domain" : "none"
+      yield* Effect.logInfo("OpenID Connect sign-in refused", { reason })
+      return { _tag: "Refused", reason, email } as const
+    }
+    return { _tag: "User", user } as const
+  })
 
   /** The provider's answer to an app sign-in: an app session in the user's first workspace, or /signin saying why not. */
-  const appCallback = (provider: OidcProvider, query: URLSearchParams, login: OidcLogin, next: string) =>
-    Effect.gen(function*() {
-      if (query.get("error") !== null) return seeOther("/signin?sso=refused")
-      const identified = yield* identifyUser(provider, query, login)
-      if (identified._tag === "Failed") return seeOther("/signin?sso=failed")
-      if (identified._tag === "Refused") return seeOther(`/signin?sso=${identified.reason}`)
-      const { workspaces } = yield* store.memberships(identified.user.tenant_id, identified.user.user_id)
-      if (workspaces.length === 0) return seeOther("/signin?sso=none")
-      const member = { tenant_id: identified.user.tenant_id, workspace_id: workspaces[0]!.workspace_id, user_id: identified.user.user_id }
-      const token = yield* context.sessions.start(member)
-      yield* Effect.logInfo("app sign-in through OpenID Connect").pipe(Effect.annotateLogs({ tenant_id: member.tenant_id, user_id: member.user_id }))
-      return withSession(seeOther(next), context.cookies, token)
-    })
+  const appCallback = Effect.fnUntraced(function*(provider: OidcProvider, query: URLSearchParams, login: OidcLogin, next: string) {
+    if (query.get("error") !== null) return seeOther("/signin?sso=refused")
+    const identified = yield* identifyUser(provider, query, login)
+    if (identified._tag === "Failed") return seeOther("/signin?sso=failed")
+    if (identified._tag === "Refused") return seeOther(`/signin?sso=${identified.reason}`)
+    const { workspaces } = yield* store.memberships(identified.user.tenant_id, identified.user.user_id)
+    if (workspaces.length === 0) return seeOther("/signin?sso=none")
+    const member = { tenant_id: identified.user.tenant_id, workspace_id: workspaces[0]!.workspace_id, user_id: identified.user.user_id }
+    const token = yield* context.sessions.start(member)
+    yield* Effect.logInfo("app sign-in through OpenID Connect").pipe(Effect.annotateLogs({ tenant_id: member.tenant_id, user_id: member.user_id }))
+    return withSession(seeOther(next), context.cookies, token)
+  })
 
   /**
    * The provider's answer. The login (found by its state, once, from the browser that started it) holds the client's

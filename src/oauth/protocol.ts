@@ -137,23 +137,22 @@ export const bodyText = (request: HttpServerRequest.HttpServerRequest) =>
     )
 
 /** A form body whose parameters each appear once (RFC 6749 §3.1: a repeated parameter is an invalid request). */
-export const formBody = (request: HttpServerRequest.HttpServerRequest) =>
-  Effect.gen(function*() {
-    if (!(request.headers["content-type"] ?? "").toLowerCase().startsWith("application/x-www-form-urlencoded")) {
-      return yield* new OAuthError({
-        error: "invalid_request",
-        description: "send the parameters as application/x-www-form-urlencoded",
-        status: 400
-      })
+export const formBody = Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest) {
+  if (!(request.headers["content-type"] ?? "").toLowerCase().startsWith("application/x-www-form-urlencoded")) {
+    return yield* new OAuthError({
+      error: "invalid_request",
+      description: "send the parameters as application/x-www-form-urlencoded",
+      status: 400
+    })
+  }
+  const params = new URLSearchParams(yield* bodyText(request))
+  for (const key of new Set(params.keys())) {
+    if (params.getAll(key).length > 1) {
+      return yield* new OAuthError({ error: "invalid_request", description: `parameter ${key} is repeated`, status: 400 })
     }
-    const params = new URLSearchParams(yield* bodyText(request))
-    for (const key of new Set(params.keys())) {
-      if (params.getAll(key).length > 1) {
-        return yield* new OAuthError({ error: "invalid_request", description: `parameter ${key} is repeated`, status: 400 })
-      }
-    }
-    return params
-  })
+  }
+  return params
+})
 
 
 export const withQuery = (uri: string, params: Record<string, string | null | undefined>): string => {

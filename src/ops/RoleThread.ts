@@ -42,82 +42,81 @@ export interface RoleThreadOptions {
  * Runs a role thread for as long as the scope lasts: started, restarted when it exits on its own, its metrics added
  * to the process's. Returns the thread's metrics ("" while it is not running).
  */
-export const runRoleThread = (options: RoleThreadOptions): Effect.Effect<Effect.Effect<string>, never, Health | Scope.Scope> =>
-  Effect.gen(function*() {
-    const health = yield* Health
-    const context = yield* Effect.context<never>()
-    let worker: Worker | null = null
-    let stopping = false
-    let nextRequest = 0
-    const answers = new Map<number, (text: string) => void>()
+export const runRoleThread = Effect.fnUntraced(function*(options: RoleThreadOptions): Effect.fn.Return<Effect.Effect<string>, never, Health | Scope.Scope> {
+  const health = yield* Health
+  const context = yield* Effect.context<never>()
+  let worker: Worker | null = null
+  let stopping = false
+  let nextRequest = 0
+  const answers = new Map<number, (text: string) => void>()
 
-    /** Runs one thread until it exits; fails when it exits without having been asked to. */
-    const runThread = Effect.callback<void, { readonly code: number; readonly failure: Error | null }>((resume) => {
-      const thread = new Worker(options.entry, { workerData: options.data })
-      worker = thread
-      thread.on("message", (message: FromRoleThread) => {
-        if (message.type === "metrics") {
-          answers.get(message.id)?.(message.text)
-          answers.delete(message.id)
-        } else {
-          void Effect.runPromiseWith(context)(health.metrics).then((text) =>
-            thread.postMessage({ type: "process-metrics", id: message.id, text } satisfies ToRoleThread)
-          )
-        }
-      })
-      let failure: Error | null = null
-      thread.on("error", (error) => (failure = error))
-      thread.on("exit", (code) => {
-        worker = null
-        for (const answer of answers.values()) answer("")
-        answers.clear()
-        resume(stopping ? Effect.void : Effect.fail({ code, failure }))
-      })
+  /** Runs one thread until it exits; fails when it exits without having been asked to. */
+  const runThread = Effect.callback<void, { readonly code: number; readonly failure: Error | null }>((resume) => {
+    const thread = new Worker(options.entry, { workerData: options.data })
+    worker = thread
+    thread.on("message", (message: FromRoleThread) => {
+      if (message.type === "metrics") {
+        answers.get(message.id)?.(message.text)
+        answers.delete(message.id)
+      } else {
+        void Effect.runPromiseWith(context)(health.metrics).then((text) =>
+          thread.postMessage({ type: "process-metrics", id: message.id, text } satisfies ToRoleThread)
+        )
+      }
     })
-    const runOnce = Effect.gen(function*() {
-      const started = yield* Clock.currentTimeMillis
-      return yield* runThread.pipe(
-        Effect.catch(({ code, failure }) =>
-          Effect.flatMap(Clock.currentTimeMillis, (now) =>
-            Effect.fail(
-              new ThreadExited({
-                message: `${options.name} thread exited (code ${code}) after ${Math.round((now - started) / 1000)} s${failure === null ? "" : `: ${failure.stack ?? failure.message}`}`
-              })
-            )
+    let failure: Error | null = null
+    thread.on("error", (error) => (failure = error))
+    thread.on("exit", (code) => {
+      worker = null
+      for (const answer of answers.values()) answer("")
+      answers.clear()
+      resume(stopping ? Effect.void : Effect.fail({ code, failure }))
+    })
+  })
+  const runOnce = Effect.gen(function*() {
+    const started = yield* Clock.currentTimeMillis
+    return yield* runThread.pipe(
+      Effect.catch(({ code, failure }) =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) =>
+          Effect.fail(
+            new ThreadExited({
+              message: `${options.name} thread exited (code ${code}) after ${Math.round((now - started) / 1000)} s${failure === null ? "" : `: ${failure.stack ?? failure.message}`}`
+            })
           )
         )
       )
-    })
-
-    const supervised = runOnce.pipe(
-      Effect.tapError((error) => Effect.logError(`${options.name} thread stopped unexpectedly; starting it again`, { error: error.message })),
-      Effect.retry({ schedule: RESTART_BACKOFF })
     )
-    const done = yield* Deferred.make<void>()
-    yield* supervised.pipe(Effect.ensuring(Deferred.succeed(done, undefined)), Effect.forkScoped)
-
-    yield* Effect.addFinalizer(() =>
-      Effect.gen(function*() {
-        stopping = true
-        const thread = worker
-        if (thread === null) return
-        thread.postMessage({ type: "stop" } satisfies ToRoleThread)
-        const stopped = yield* Deferred.await(done).pipe(Effect.timeoutOption(options.grace))
-        if (stopped._tag === "None") {
-          yield* Effect.logWarning(`${options.name} thread did not stop in time; terminating it`)
-          yield* Effect.promise(() => thread.terminate())
-        }
-      })
-    )
-
-    const metrics = Effect.callback<string>((resume) => {
-      const thread = worker
-      if (thread === null) return resume(Effect.succeed(""))
-      const id = ++nextRequest
-      answers.set(id, (text) => resume(Effect.succeed(text)))
-      thread.postMessage({ type: "metrics", id } satisfies ToRoleThread)
-      return Effect.sync(() => answers.delete(id))
-    })
-    yield* health.addSource(metrics)
-    return metrics
   })
+
+  const supervised = runOnce.pipe(
+    Effect.tapError((error) => Effect.logError(`${options.name} thread stopped unexpectedly; starting it again`, { error: error.message })),
+    Effect.retry({ schedule: RESTART_BACKOFF })
+  )
+  const done = yield* Deferred.make<void>()
+  yield* supervised.pipe(Effect.ensuring(Deferred.succeed(done, undefined)), Effect.forkScoped)
+
+  yield* Effect.addFinalizer(() =>
+    Effect.gen(function*() {
+      stopping = true
+      const thread = worker
+      if (thread === null) return
+      thread.postMessage({ type: "stop" } satisfies ToRoleThread)
+      const stopped = yield* Deferred.await(done).pipe(Effect.timeoutOption(options.grace))
+      if (stopped._tag === "None") {
+        yield* Effect.logWarning(`${options.name} thread did not stop in time; terminating it`)
+        yield* Effect.promise(() => thread.terminate())
+      }
+    })
+  )
+
+  const metrics = Effect.callback<string>((resume) => {
+    const thread = worker
+    if (thread === null) return resume(Effect.succeed(""))
+    const id = ++nextRequest
+    answers.set(id, (text) => resume(Effect.succeed(text)))
+    thread.postMessage({ type: "metrics", id } satisfies ToRoleThread)
+    return Effect.sync(() => answers.delete(id))
+  })
+  yield* health.addSource(metrics)
+  return metrics
+})

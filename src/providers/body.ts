@@ -3,7 +3,8 @@
  * model (and, for a chat-completions stream, ask for the usage chunk) in the text they received, and send the
  * caller's own bytes spliced around the edits when it sent valid UTF-8. An agent's call carries its whole
  * conversation, often a two-byte string of a hundred kilobytes and more: copying it into an edited string and
- * encoding that again cost the gateway more than the rest of the call (bench/RESULTS.md, "Long agent conversations").
+ * encoding that again cost the gateway more than the rest of the call (bench/notes/gateway.md, "The gateway on long
+ * agent conversations").
  */
 import { isUtf8 } from "node:buffer"
 import type { CallContext } from "./types.ts"

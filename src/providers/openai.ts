@@ -230,7 +230,8 @@ export const openAIWire = (endpoint: OpenAIWireEndpoint): TranslatedAdapter => (
   },
 
   // Relayed as received, not parsed: the usage stays in the answer for the builder (captureUsage). Parsing it
-  // here cost ~5 % of the gateway's CPU per call (bench/RESULTS.md, "Gateway"). Only its first character is
+  // here cost ~5 % of the gateway's CPU per call (bench/notes/gateway.md, "Answers relayed untranslated are no longer
+  // parsed"). Only its first character is
   // checked: a page from a proxy or portal in the provider's place is a 502, not an answer.
   response: (bodyText: string): Answer => {
     if (!opensObject(bodyText)) throw new Error("the answer is not a JSON object")

@@ -177,32 +177,31 @@ const makeLedgerQuery = Effect.gen(function*() {
 
   // --- decisions
 
-  const decisionPage = (principal: Principal, filters: CheckedFilters, request: PageRequest) =>
-    Effect.gen(function*() {
-      const sql = yield* ScopedSql
-      const { after, orderBy, k } = keyset(sql, DECISION_ORDERS[filters.order], request)
-      const conditions: Array<Statement.Fragment> = [after]
-      if (isRestricted(principal)) conditions.push(ownDecisions(sql, principal))
-      if (filters.session_id !== undefined) conditions.push(sql`session_id = ${currentSessionId(sql, filters.session_id)}`)
-      if (filters.agent_id !== undefined) conditions.push(sql`agent_id = ${filters.agent_id}`)
-      if (filters.since !== undefined) conditions.push(sql`created_at >= ${filters.since}::timestamptz`)
-      if (filters.until !== undefined) conditions.push(sql`created_at < ${filters.until}::timestamptz`)
-      if (filters.outcomes !== undefined) conditions.push(sql.in("outcome", filters.outcomes))
-      if (filters.intents !== undefined) conditions.push(sql.in("intent", filters.intents))
-      // on cost_rank (unpriced = -1, so bounds ≥ 0 leave unpriced decisions out), which the cost order's index bounds
-      if (filters.min_cost_usd !== undefined) conditions.push(sql`cost_rank >= ${filters.min_cost_usd}::float8`)
-      if (filters.max_cost_usd !== undefined) {
-        conditions.push(sql`cost_rank >= 0`, sql`cost_rank <= ${filters.max_cost_usd}::float8`)
-      }
-      if (filters.min_quality !== undefined) conditions.push(sql`quality >= ${filters.min_quality}::float8`)
-      if (filters.max_quality !== undefined) conditions.push(sql`quality <= ${filters.max_quality}::float8`)
-      if (filters.model !== undefined) conditions.push(sql`model = ${filters.model}`)
-      const rows = yield* sql<SummaryRow & Keyed>`
-        SELECT ${sql.literal(SUMMARY_COLUMNS)}, ${k} AS k FROM decisions
-        WHERE ${sql.and(conditions)}
-        ORDER BY ${orderBy} LIMIT ${request.limit + 1}`
-      return finishPage(key, rows, request, (row) => row.ledger_id, toSummary) satisfies DecisionPage
-    })
+  const decisionPage = Effect.fnUntraced(function*(principal: Principal, filters: CheckedFilters, request: PageRequest) {
+    const sql = yield* ScopedSql
+    const { after, orderBy, k } = keyset(sql, DECISION_ORDERS[filters.order], request)
+    const conditions: Array<Statement.Fragment> = [after]
+    if (isRestricted(principal)) conditions.push(ownDecisions(sql, principal))
+    if (filters.session_id !== undefined) conditions.push(sql`session_id = ${currentSessionId(sql, filters.session_id)}`)
+    if (filters.agent_id !== undefined) conditions.push(sql`agent_id = ${filters.agent_id}`)
+    if (filters.since !== undefined) conditions.push(sql`created_at >= ${filters.since}::timestamptz`)
+    if (filters.until !== undefined) conditions.push(sql`created_at < ${filters.until}::timestamptz`)
+    if (filters.outcomes !== undefined) conditions.push(sql.in("outcome", filters.outcomes))
+    if (filters.intents !== undefined) conditions.push(sql.in("intent", filters.intents))
+    // on cost_rank (unpriced = -1, so bounds ≥ 0 leave unpriced decisions out), which the cost order's index bounds
+    if (filters.min_cost_usd !== undefined) conditions.push(sql`cost_rank >= ${filters.min_cost_usd}::float8`)
+    if (filters.max_cost_usd !== undefined) {
+      conditions.push(sql`cost_rank >= 0`, sql`cost_rank <= ${filters.max_cost_usd}::float8`)
+    }
+    if (filters.min_quality !== undefined) conditions.push(sql`quality >= ${filters.min_quality}::float8`)
+    if (filters.max_quality !== undefined) conditions.push(sql`quality <= ${filters.max_quality}::float8`)
+    if (filters.model !== undefined) conditions.push(sql`model = ${filters.model}`)
+    const rows = yield* sql<SummaryRow & Keyed>`
+      SELECT ${sql.literal(SUMMARY_COLUMNS)}, ${k} AS k FROM decisions
+      WHERE ${sql.and(conditions)}
+      ORDER BY ${orderBy} LIMIT ${request.limit + 1}`
+    return finishPage(key, rows, request, (row) => row.ledger_id, toSummary) satisfies DecisionPage
+  })
 
   const listDecisions = Effect.fn("LedgerQuery.listDecisions")(function*(principal: Principal, params: DecisionListParams) {
     const filters = yield* checkDecisionFilters(params)

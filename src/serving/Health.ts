@@ -20,44 +20,43 @@ export interface Readiness {
 
 const PROBE_TIMEOUT = Duration.seconds(2)
 
-const make = (processMetrics?: Effect.Effect<string>) =>
-  Effect.gen(function*() {
-    const tenantSql = yield* TenantSql
-    const shards = yield* CaptureShards
-    const probe = (effect: Effect.Effect<unknown, unknown>) =>
-      effect.pipe(
-        Effect.timeout(PROBE_TIMEOUT),
-        Effect.as("ok" as const),
-        Effect.catchCause(() => Effect.succeed("unavailable" as const))
-      )
-    const readiness = Effect.gen(function*() {
-      const [database, streams] = yield* Effect.all([
-        probe(tenantSql.control(ScopedSql.use((sql) => sql`SELECT 1`))),
-        Effect.forEach(shards.streams, (stream) => probe(stream.stats), { concurrency: "unbounded" })
-      ], { concurrency: 2 })
-      const unavailable = streams.flatMap((state, index) => state === "ok" ? [] : [index])
-      const stream = unavailable.length === 0 ? "ok" as const : "unavailable" as const
-      return {
-        ready: database === "ok" && stream === "ok",
-        database,
-        stream,
-        ...(shards.streams.length > 1 && unavailable.length > 0 ? { unavailable_shards: unavailable } : {})
-      }
-    }).pipe(Effect.withSpan("Health.readiness"))
-    const sources = new Set<Effect.Effect<string>>()
-    const metrics = Effect.gen(function*() {
-      const own = yield* PrometheusMetrics.format()
-      if (sources.size === 0) return own
-      // a thread that does not answer in time is left out of this scrape
-      const others = yield* Effect.forEach(sources, (source) => source.pipe(Effect.timeout(PROBE_TIMEOUT), Effect.orElseSucceed(() => "")), {
-        concurrency: "unbounded"
-      })
-      return mergeExpositions([own, ...others])
+const make = Effect.fnUntraced(function*(processMetrics?: Effect.Effect<string>) {
+  const tenantSql = yield* TenantSql
+  const shards = yield* CaptureShards
+  const probe = (effect: Effect.Effect<unknown, unknown>) =>
+    effect.pipe(
+      Effect.timeout(PROBE_TIMEOUT),
+      Effect.as("ok" as const),
+      Effect.catchCause(() => Effect.succeed("unavailable" as const))
+    )
+  const readiness = Effect.gen(function*() {
+    const [database, streams] = yield* Effect.all([
+      probe(tenantSql.control(ScopedSql.use((sql) => sql`SELECT 1`))),
+      Effect.forEach(shards.streams, (stream) => probe(stream.stats), { concurrency: "unbounded" })
+    ], { concurrency: 2 })
+    const unavailable = streams.flatMap((state, index) => state === "ok" ? [] : [index])
+    const stream = unavailable.length === 0 ? "ok" as const : "unavailable" as const
+    return {
+      ready: database === "ok" && stream === "ok",
+      database,
+      stream,
+      ...(shards.streams.length > 1 && unavailable.length > 0 ? { unavailable_shards: unavailable } : {})
+    }
+  }).pipe(Effect.withSpan("Health.readiness"))
+  const sources = new Set<Effect.Effect<string>>()
+  const metrics = Effect.gen(function*() {
+    const own = yield* PrometheusMetrics.format()
+    if (sources.size === 0) return own
+    // a thread that does not answer in time is left out of this scrape
+    const others = yield* Effect.forEach(sources, (source) => source.pipe(Effect.timeout(PROBE_TIMEOUT), Effect.orElseSucceed(() => "")), {
+      concurrency: "unbounded"
     })
-    const addSource = (source: Effect.Effect<string>) =>
-      Effect.acquireRelease(Effect.sync(() => sources.add(source)), () => Effect.sync(() => sources.delete(source))).pipe(Effect.asVoid)
-    return Health.of({ readiness, metrics: processMetrics ?? metrics, addSource })
+    return mergeExpositions([own, ...others])
   })
+  const addSource = (source: Effect.Effect<string>) =>
+    Effect.acquireRelease(Effect.sync(() => sources.add(source)), () => Effect.sync(() => sources.delete(source))).pipe(Effect.asVoid)
+  return Health.of({ readiness, metrics: processMetrics ?? metrics, addSource })
+})
 
 export class Health extends Context.Service<Health, {
   readonly readiness: Effect.Effect<Readiness>

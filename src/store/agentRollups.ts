@@ -17,14 +17,13 @@ export const agentLockKey = (scope: WorkspaceScope, agentId: string): number =>
   Crypto.hash("sha1", `${scope.tenant_id}\u0000${scope.workspace_id}\u0000${agentId}`, "buffer").readInt32BE(0)
 
 /** Takes the agents' transaction-level locks in ascending key order (the one order every builder uses). */
-export const lockAgents = (keys: Iterable<number>) =>
-  Effect.gen(function*() {
-    const sorted = [...new Set(keys)].sort((a, b) => a - b)
-    if (sorted.length === 0) return
-    const sql = yield* ScopedSql
-    // unnest yields the array in order, so the locks are taken in that order
-    yield* sql`SELECT pg_advisory_xact_lock(${AGENT_LOCK_CLASS}, key) FROM unnest(${ints(sorted)}) AS key`
-  })
+export const lockAgents = Effect.fnUntraced(function*(keys: Iterable<number>) {
+  const sorted = [...new Set(keys)].sort((a, b) => a - b)
+  if (sorted.length === 0) return
+  const sql = yield* ScopedSql
+  // unnest yields the array in order, so the locks are taken in that order
+  yield* sql`SELECT pg_advisory_xact_lock(${AGENT_LOCK_CLASS}, key) FROM unnest(${ints(sorted)}) AS key`
+})
 
 /** What a batch adds to one agent's rollup. */
 export interface AgentDelta {

@@ -27,7 +27,8 @@ export const times = (values: ReadonlyArray<number | null>) =>
  * Rows zipped from parallel arrays, for `FROM ${zipped(sql, { a: …, b: … })} AS v`: `(SELECT unnest($1) AS a,
  * unnest($2) AS b, …)`, the same rows as `UNNEST($1, $2, …) AS v(a, b, …)` (a shorter array pads with NULLs in both).
  * In the select list PostgreSQL streams the elements row by row; in FROM it first copies every array into a tuplestore,
- * which cost it a quarter to a third more per decision inserted (bench/RESULTS.md, "Backlog drain of short captures").
+ * which cost it a quarter to a third more per decision inserted (bench/notes/ingest.md, "One consumer per shard, and
+ * arrays zipped in the select list").
  */
 export const zipped = (sql: Statement.Constructor, columns: Readonly<Record<string, unknown>>) =>
   sql`(SELECT ${

@@ -72,16 +72,15 @@ export const sweepEvery = <R>(
  * spool until the next replay is due): `next` is the delay before the next attempt, `reset` starts over after a
  * success.
  */
-export const steppedBackoff = (schedule: Schedule.Schedule<Duration.Duration>) =>
-  Effect.gen(function*() {
-    let step = yield* Schedule.toStep(schedule)
-    return {
-      next: Effect.gen(function*() {
-        const [, delay] = yield* step(yield* Clock.currentTimeMillis, undefined)
-        return Duration.toMillis(delay)
-      }).pipe(Effect.orDie),
-      reset: Effect.gen(function*() {
-        step = yield* Schedule.toStep(schedule)
-      })
-    }
-  })
+export const steppedBackoff = Effect.fnUntraced(function*(schedule: Schedule.Schedule<Duration.Duration>) {
+  let step = yield* Schedule.toStep(schedule)
+  return {
+    next: Effect.gen(function*() {
+      const [, delay] = yield* step(yield* Clock.currentTimeMillis, undefined)
+      return Duration.toMillis(delay)
+    }).pipe(Effect.orDie),
+    reset: Effect.gen(function*() {
+      step = yield* Schedule.toStep(schedule)
+    })
+  }
+})

@@ -1,8 +1,8 @@
 /**
  * Long stretches of a batch's work hand the event loop back now and then. A batch's decoding and derivation are tens
  * of milliseconds of CPU; run in one go, they held up the transaction of another consumer of the same process, which
- * holds its agents' locks meanwhile, so every consumer waited longer for them (bench/RESULTS.md, "Backlog drain of
- * short captures": lock waits 103 → 63 µs a decision, drain +15 %).
+ * holds its agents' locks meanwhile, so every consumer waited longer for them (bench/notes/ingest.md, "Shorter
+ * critical sections": lock waits 103 → 63 µs a decision, drain +15 %).
  */
 import { Effect } from "effect"
 

@@ -45,27 +45,26 @@ export const agentView = defineView({
     models: Schema.Record(Schema.String, Schema.Number),
     activity: Activity
   }),
-  load: (principal, { agent_id, limit, cursor }) =>
-    Effect.gen(function*() {
-      const query = yield* LedgerQuery
-      // the sessions list refuses an unknown (or invisible) agent first
-      const sessions = yield* query.listAgentSessions(principal, agent_id, { limit: limit ?? MAX_SESSIONS, cursor })
-      const recent = yield* collect((page) => query.listDecisions(principal, { agent_id, ...page }), MAX_DECISIONS)
-      const agent = yield* findAgent(principal, agent_id, recent.items[0])
-      return {
-        agent_id,
-        agent: Option.getOrNull(agent),
-        sessions: sessions.data,
-        sessions_complete: sessions.next_cursor === null && cursor === undefined,
-        sessions_next_cursor: sessions.next_cursor,
-        recent: recent.items,
-        recent_complete: recent.complete,
-        outcomes: countBy(recent.items, (d) => d.outcome),
-        intents: countBy(recent.items, (d) => d.intent),
-        models: countBy(recent.items, (d) => `${d.provider}/${d.model}`),
-        activity: activityOf(recent.items, recent.complete)
-      }
-    }),
+  load: Effect.fnUntraced(function*(principal, { agent_id, limit, cursor }) {
+    const query = yield* LedgerQuery
+    // the sessions list refuses an unknown (or invisible) agent first
+    const sessions = yield* query.listAgentSessions(principal, agent_id, { limit: limit ?? MAX_SESSIONS, cursor })
+    const recent = yield* collect((page) => query.listDecisions(principal, { agent_id, ...page }), MAX_DECISIONS)
+    const agent = yield* findAgent(principal, agent_id, recent.items[0])
+    return {
+      agent_id,
+      agent: Option.getOrNull(agent),
+      sessions: sessions.data,
+      sessions_complete: sessions.next_cursor === null && cursor === undefined,
+      sessions_next_cursor: sessions.next_cursor,
+      recent: recent.items,
+      recent_complete: recent.complete,
+      outcomes: countBy(recent.items, (d) => d.outcome),
+      intents: countBy(recent.items, (d) => d.intent),
+      models: countBy(recent.items, (d) => `${d.provider}/${d.model}`),
+      activity: activityOf(recent.items, recent.complete)
+    }
+  }),
   heading: (data) => data.agent?.agent_name ?? data.agent_id,
   text: (data) =>
     [

@@ -27,20 +27,19 @@ export const agentsView = defineView({
     next_cursor: Schema.NullOr(Schema.String),
     activity: Activity
   }),
-  load: (principal, { limit, cursor, ...range }) =>
-    Effect.gen(function*() {
-      const query = yield* LedgerQuery
-      const [agents, decisions] = yield* Effect.all([
-        query.listAgents(principal, { ...range, order: "recent", limit: limit ?? MAX_PAGE_LIMIT, cursor }),
-        collect((page) => query.listDecisions(principal, { since: range.active_since, until: range.active_until, ...page }), ACTIVITY_SAMPLE)
-      ], { concurrency: 2 })
-      return {
-        agents: agents.data,
-        complete: agents.next_cursor === null && cursor === undefined,
-        next_cursor: agents.next_cursor,
-        activity: activityOf(decisions.items, decisions.complete)
-      }
-    }),
+  load: Effect.fnUntraced(function*(principal, { limit, cursor, ...range }) {
+    const query = yield* LedgerQuery
+    const [agents, decisions] = yield* Effect.all([
+      query.listAgents(principal, { ...range, order: "recent", limit: limit ?? MAX_PAGE_LIMIT, cursor }),
+      collect((page) => query.listDecisions(principal, { since: range.active_since, until: range.active_until, ...page }), ACTIVITY_SAMPLE)
+    ], { concurrency: 2 })
+    return {
+      agents: agents.data,
+      complete: agents.next_cursor === null && cursor === undefined,
+      next_cursor: agents.next_cursor,
+      activity: activityOf(decisions.items, decisions.complete)
+    }
+  }),
   heading: (data) => `${plural(data.agents.length, "agent")}${data.complete ? "" : "+"}`,
   text: (data) =>
     data.agents.length === 0

@@ -53,25 +53,24 @@ export interface ViewPayload {
 
 export type ViewsServices = ViewServices<typeof views[number]>
 
-export const loadView = (principal: Principal, view: AnyView, raw: Record<string, unknown>) =>
-  Effect.gen(function*() {
-    const params = yield* Schema.decodeUnknownEffect(view.params as Schema.Decoder<Record<string, unknown>>)(raw, { onExcessProperty: "error", errors: "all" }).pipe(
-      Effect.mapError((error) => {
-        const accepted = acceptedParams(view)
-        return new BadRequest({
-          message: `arguments for view "${view.name}": ${describeIssues(error).join("; ")}; ` +
-            `this view takes ${accepted.length > 0 ? accepted.join(", ") : "no parameters besides view"}`
-        })
+export const loadView = Effect.fnUntraced(function*(principal: Principal, view: AnyView, raw: Record<string, unknown>) {
+  const params = yield* Schema.decodeUnknownEffect(view.params as Schema.Decoder<Record<string, unknown>>)(raw, { onExcessProperty: "error", errors: "all" }).pipe(
+    Effect.mapError((error) => {
+      const accepted = acceptedParams(view)
+      return new BadRequest({
+        message: `arguments for view "${view.name}": ${describeIssues(error).join("; ")}; ` +
+          `this view takes ${accepted.length > 0 ? accepted.join(", ") : "no parameters besides view"}`
       })
-    )
-    const data = yield* (view.load(principal, params) as Effect.Effect<unknown, ReadError, ViewsServices>)
-    const now = yield* DateTime.now
-    return {
-      view: view.name,
-      view_title: view.title,
-      title: view.heading(data, params),
-      generated_at: DateTime.formatIso(now),
-      params,
-      data
-    } satisfies ViewPayload
-  })
+    })
+  )
+  const data = yield* (view.load(principal, params) as Effect.Effect<unknown, ReadError, ViewsServices>)
+  const now = yield* DateTime.now
+  return {
+    view: view.name,
+    view_title: view.title,
+    title: view.heading(data, params),
+    generated_at: DateTime.formatIso(now),
+    params,
+    data
+  } satisfies ViewPayload
+})

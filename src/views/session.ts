@@ -21,15 +21,14 @@ export const sessionView = defineView({
     /** the next page's cursor; null on the last page */
     next_cursor: Schema.NullOr(Schema.String)
   }),
-  load: (principal, { session_id, limit, cursor }) =>
-    Effect.gen(function*() {
-      const query = yield* LedgerQuery
-      const [session, page] = yield* Effect.all([
-        query.getSession(principal, session_id),
-        query.listSessionDecisions(principal, session_id, { order: "oldest", limit: limit ?? TIMELINE_PAGE, cursor })
-      ], { concurrency: 2 })
-      return { session, timeline: page.data, next_cursor: page.next_cursor }
-    }),
+  load: Effect.fnUntraced(function*(principal, { session_id, limit, cursor }) {
+    const query = yield* LedgerQuery
+    const [session, page] = yield* Effect.all([
+      query.getSession(principal, session_id),
+      query.listSessionDecisions(principal, session_id, { order: "oldest", limit: limit ?? TIMELINE_PAGE, cursor })
+    ], { concurrency: 2 })
+    return { session, timeline: page.data, next_cursor: page.next_cursor }
+  }),
   heading: (data) => data.session.summary || `Session of ${data.session.agent_id}`,
   text: (data) => {
     const s = data.session

@@ -1,7 +1,7 @@
 /**
  * `ledger watch` (docs/clients.md, "The watcher"), on its own so that the watcher — a long-running process on a person's
  * machine — loads only what it needs: bin/ledger.js runs src/watchMain.ts for it, which is half the memory and a
- * second less to start than the whole command line (bench/RESULTS.md, "Watcher").
+ * second less to start than the whole command line (bench/notes/watcher.md, "The watcher's costs").
  */
 import { Config, Console, Effect, Option, Schema } from "effect"
 import { Command, Flag } from "effect/cli"

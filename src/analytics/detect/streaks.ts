@@ -5,7 +5,8 @@
  * A pass reads a bounded window of each session that has new decisions — CONTEXT decisions before the earliest new
  * one, those from the earliest to the latest (at most SPAN), CONTEXT after the latest — so its cost does not grow
  * with the session (before, a streak was re-read from the decision that broke it: a session that is one long streak
- * cost a pass 60 ms at 10,000 decisions, bench/RESULTS.md). Only the streaks a new decision can change are reported:
+ * cost a pass 60 ms at 10,000 decisions, bench/notes/analytics.md, "Detector passes against session length").
+ * Only the streaks a new decision can change are reported:
  * those holding one, or next to one. A streak that reaches back past the window continues one reported already: its
  * insight gives what came before (first decision, length, quality, outcomes), and the window adds the rest. When that
  * cannot be known — no such insight (a streak never reported, say only errors in the context), or a streak that
@@ -84,65 +85,62 @@ const columns = (spans: ReadonlyArray<Span>) => ({
 })
 
 /** The bounded windows around each session's new decisions (the index on session and time, probed session by session). */
-const readWindows = (spans: ReadonlyArray<Span>) =>
-  Effect.gen(function*() {
-    const sql = yield* ScopedSql
-    const c = columns(spans)
-    const fields = sql`d.agent_id, d.ledger_id::text AS ledger_id, d.created_at, d.quality, d.outcome FROM decisions d`
-    return yield* sql<Row>`
-      SELECT f.session_id::text AS session_id, w.* FROM unnest(${c.ids}::uuid[], ${c.fromAt}::timestamptz[], ${c.fromId}::uuid[],
-        ${c.toAt}::timestamptz[], ${c.toId}::uuid[]) AS f(session_id, from_at, from_id, to_at, to_id)
-      CROSS JOIN LATERAL (
-        (SELECT 'before' AS part, ${fields}
-          WHERE d.session_id = f.session_id AND d.created_at <= f.from_at AND (d.created_at, d.ledger_id) < (f.from_at, f.from_id)
-          ORDER BY d.created_at DESC, d.ledger_id DESC LIMIT ${CONTEXT})
-        UNION ALL
-        (SELECT 'within' AS part, ${fields}
-          WHERE d.session_id = f.session_id AND d.created_at >= f.from_at AND d.created_at <= f.to_at
-            AND (d.created_at, d.ledger_id) >= (f.from_at, f.from_id) AND (d.created_at, d.ledger_id) <= (f.to_at, f.to_id)
-          ORDER BY d.created_at, d.ledger_id LIMIT ${SPAN})
-        UNION ALL
-        (SELECT 'after' AS part, ${fields}
-          WHERE d.session_id = f.session_id AND d.created_at >= f.to_at AND (d.created_at, d.ledger_id) > (f.to_at, f.to_id)
-          ORDER BY d.created_at, d.ledger_id LIMIT ${CONTEXT})) w`
-  })
+const readWindows = Effect.fnUntraced(function*(spans: ReadonlyArray<Span>) {
+  const sql = yield* ScopedSql
+  const c = columns(spans)
+  const fields = sql`d.agent_id, d.ledger_id::text AS ledger_id, d.created_at, d.quality, d.outcome FROM decisions d`
+  return yield* sql<Row>`
+    SELECT f.session_id::text AS session_id, w.* FROM unnest(${c.ids}::uuid[], ${c.fromAt}::timestamptz[], ${c.fromId}::uuid[],
+      ${c.toAt}::timestamptz[], ${c.toId}::uuid[]) AS f(session_id, from_at, from_id, to_at, to_id)
+    CROSS JOIN LATERAL (
+      (SELECT 'before' AS part, ${fields}
+        WHERE d.session_id = f.session_id AND d.created_at <= f.from_at AND (d.created_at, d.ledger_id) < (f.from_at, f.from_id)
+        ORDER BY d.created_at DESC, d.ledger_id DESC LIMIT ${CONTEXT})
+      UNION ALL
+      (SELECT 'within' AS part, ${fields}
+        WHERE d.session_id = f.session_id AND d.created_at >= f.from_at AND d.created_at <= f.to_at
+          AND (d.created_at, d.ledger_id) >= (f.from_at, f.from_id) AND (d.created_at, d.ledger_id) <= (f.to_at, f.to_id)
+        ORDER BY d.created_at, d.ledger_id LIMIT ${SPAN})
+      UNION ALL
+      (SELECT 'after' AS part, ${fields}
+        WHERE d.session_id = f.session_id AND d.created_at >= f.to_at AND (d.created_at, d.ledger_id) > (f.to_at, f.to_id)
+        ORDER BY d.created_at, d.ledger_id LIMIT ${CONTEXT})) w`
+})
 
 /** Sessions read whole from the answered decision that broke the streak before their earliest new decision. */
-const readFromBreakers = (spans: ReadonlyArray<Span>) =>
-  Effect.gen(function*() {
-    const sql = yield* ScopedSql
-    const c = columns(spans)
-    return yield* sql<Row>`
-      SELECT f.session_id::text AS session_id,
-        CASE WHEN (d.created_at, d.ledger_id) < (f.from_at, f.from_id) THEN 'before'
-          WHEN (d.created_at, d.ledger_id) <= (f.to_at, f.to_id) THEN 'within' ELSE 'after' END AS part,
-        d.agent_id, d.ledger_id::text AS ledger_id, d.created_at, d.quality, d.outcome
-      FROM unnest(${c.ids}::uuid[], ${c.fromAt}::timestamptz[], ${c.fromId}::uuid[], ${c.toAt}::timestamptz[], ${c.toId}::uuid[])
-        AS f(session_id, from_at, from_id, to_at, to_id)
-      LEFT JOIN LATERAL (
-        SELECT b.created_at, b.ledger_id FROM decisions b
-        WHERE b.session_id = f.session_id AND b.created_at <= f.from_at AND (b.created_at, b.ledger_id) < (f.from_at, f.from_id)
-          AND b.outcome <> 'error' AND b.quality >= ${rule.max_quality}
-        ORDER BY b.created_at DESC, b.ledger_id DESC LIMIT 1) breaker ON true
-      CROSS JOIN LATERAL (
-        SELECT d.* FROM decisions d
-        -- the plain bound is what the index can use; the row comparison orders decisions of the same instant by id
-        WHERE d.session_id = f.session_id AND d.created_at >= coalesce(breaker.created_at, '-infinity')
-          AND (d.created_at, d.ledger_id) >= (coalesce(breaker.created_at, '-infinity'), coalesce(breaker.ledger_id, '00000000-0000-0000-0000-000000000000'))
-        ORDER BY d.created_at, d.ledger_id) d`
-  })
+const readFromBreakers = Effect.fnUntraced(function*(spans: ReadonlyArray<Span>) {
+  const sql = yield* ScopedSql
+  const c = columns(spans)
+  return yield* sql<Row>`
+    SELECT f.session_id::text AS session_id,
+      CASE WHEN (d.created_at, d.ledger_id) < (f.from_at, f.from_id) THEN 'before'
+        WHEN (d.created_at, d.ledger_id) <= (f.to_at, f.to_id) THEN 'within' ELSE 'after' END AS part,
+      d.agent_id, d.ledger_id::text AS ledger_id, d.created_at, d.quality, d.outcome
+    FROM unnest(${c.ids}::uuid[], ${c.fromAt}::timestamptz[], ${c.fromId}::uuid[], ${c.toAt}::timestamptz[], ${c.toId}::uuid[])
+      AS f(session_id, from_at, from_id, to_at, to_id)
+    LEFT JOIN LATERAL (
+      SELECT b.created_at, b.ledger_id FROM decisions b
+      WHERE b.session_id = f.session_id AND b.created_at <= f.from_at AND (b.created_at, b.ledger_id) < (f.from_at, f.from_id)
+        AND b.outcome <> 'error' AND b.quality >= ${rule.max_quality}
+      ORDER BY b.created_at DESC, b.ledger_id DESC LIMIT 1) breaker ON true
+    CROSS JOIN LATERAL (
+      SELECT d.* FROM decisions d
+      -- the plain bound is what the index can use; the row comparison orders decisions of the same instant by id
+      WHERE d.session_id = f.session_id AND d.created_at >= coalesce(breaker.created_at, '-infinity')
+        AND (d.created_at, d.ledger_id) >= (coalesce(breaker.created_at, '-infinity'), coalesce(breaker.ledger_id, '00000000-0000-0000-0000-000000000000'))
+      ORDER BY d.created_at, d.ledger_id) d`
+})
 
 /** The reported streak of a session whose window holds `at`. */
-const reportedAt = (sessionId: string, at: Date) =>
-  Effect.gen(function*() {
-    const sql = yield* ScopedSql
-    const [row] = yield* sql<Reported>`
-      SELECT dedup_key, window_start, ledger_ids, evidence FROM insights
-      WHERE type = 'low_quality_streak' AND ${sessionId} = ANY(session_ids)
-        AND window_end > ${at.toISOString()}::timestamptz AND window_start <= ${at.toISOString()}::timestamptz
-      ORDER BY window_start DESC LIMIT 1`
-    return row
-  })
+const reportedAt = Effect.fnUntraced(function*(sessionId: string, at: Date) {
+  const sql = yield* ScopedSql
+  const [row] = yield* sql<Reported>`
+    SELECT dedup_key, window_start, ledger_ids, evidence FROM insights
+    WHERE type = 'low_quality_streak' AND ${sessionId} = ANY(session_ids)
+      AND window_end > ${at.toISOString()}::timestamptz AND window_start <= ${at.toISOString()}::timestamptz
+    ORDER BY window_start DESC LIMIT 1`
+  return row
+})
 
 /** A streak as reported: its first decision and what it holds, the last `rows` of it read in this pass. */
 interface Streak {
@@ -233,45 +231,44 @@ const changedRuns = (rows: ReadonlyArray<Row>) => {
   return runs.map((run) => ({ ...run, atStart: run.from === 0, atEnd: run.to === answered.length - 1 }))
 }
 
-export const streakRule = (fresh: ReadonlyArray<NewDecision>) =>
-  Effect.gen(function*() {
-    if (fresh.length === 0) return []
-    const spans = spansOf(fresh)
-    const bySession = (rows: ReadonlyArray<Row>) => {
-      const grouped = new Map<string, Array<Row>>()
-      for (const row of rows) {
-        const group = grouped.get(row.session_id)
-        if (group === undefined) grouped.set(row.session_id, [row])
-        else group.push(row)
-      }
-      for (const group of grouped.values()) group.sort((a, b) => (before(a, b) ? -1 : before(b, a) ? 1 : 0))
-      return grouped
+export const streakRule = Effect.fnUntraced(function*(fresh: ReadonlyArray<NewDecision>) {
+  if (fresh.length === 0) return []
+  const spans = spansOf(fresh)
+  const bySession = (rows: ReadonlyArray<Row>) => {
+    const grouped = new Map<string, Array<Row>>()
+    for (const row of rows) {
+      const group = grouped.get(row.session_id)
+      if (group === undefined) grouped.set(row.session_id, [row])
+      else group.push(row)
     }
-    const windows = bySession(yield* readWindows(spans))
-    const streaks: Array<Streak> = []
-    const unknown: Array<Span> = []
-    for (const span of spans) {
-      const rows = windows.get(span.session_id) ?? []
-      const full = (part: Row["part"]) => rows.filter((row) => row.part === part).length >= (part === "within" ? SPAN : CONTEXT)
-      const found: Array<Streak> = []
-      let known = !full("within")
-      for (const run of known ? changedRuns(rows) : []) {
-        if (run.atEnd && full("after")) known = false
-        else if (run.atStart && full("before")) {
-          const reported = yield* reportedAt(span.session_id, run.rows[0]!.created_at)
-          const streak = reported === undefined ? undefined : continued(reported, run.rows)
-          if (streak === undefined) known = false
-          else found.push(streak)
-        } else if (run.rows.length >= rule.min_length) found.push(whole(run.rows))
-        if (!known) break
-      }
-      if (known) streaks.push(...found)
-      else unknown.push(span)
+    for (const group of grouped.values()) group.sort((a, b) => (before(a, b) ? -1 : before(b, a) ? 1 : 0))
+    return grouped
+  }
+  const windows = bySession(yield* readWindows(spans))
+  const streaks: Array<Streak> = []
+  const unknown: Array<Span> = []
+  for (const span of spans) {
+    const rows = windows.get(span.session_id) ?? []
+    const full = (part: Row["part"]) => rows.filter((row) => row.part === part).length >= (part === "within" ? SPAN : CONTEXT)
+    const found: Array<Streak> = []
+    let known = !full("within")
+    for (const run of known ? changedRuns(rows) : []) {
+      if (run.atEnd && full("after")) known = false
+      else if (run.atStart && full("before")) {
+        const reported = yield* reportedAt(span.session_id, run.rows[0]!.created_at)
+        const streak = reported === undefined ? undefined : continued(reported, run.rows)
+        if (streak === undefined) known = false
+        else found.push(streak)
+      } else if (run.rows.length >= rule.min_length) found.push(whole(run.rows))
+      if (!known) break
     }
-    if (unknown.length > 0) {
-      for (const rows of bySession(yield* readFromBreakers(unknown)).values()) {
-        for (const run of changedRuns(rows)) if (run.rows.length >= rule.min_length) streaks.push(whole(run.rows))
-      }
+    if (known) streaks.push(...found)
+    else unknown.push(span)
+  }
+  if (unknown.length > 0) {
+    for (const rows of bySession(yield* readFromBreakers(unknown)).values()) {
+      for (const run of changedRuns(rows)) if (run.rows.length >= rule.min_length) streaks.push(whole(run.rows))
     }
-    return streaks.filter((streak) => streak.length >= rule.min_length).map(findingOf)
-  })
+  }
+  return streaks.filter((streak) => streak.length >= rule.min_length).map(findingOf)
+})

@@ -11,7 +11,8 @@ import { texts, uuids } from "../../store/arrays.ts"
 
 /**
  * Decisions read and written per transaction. Each batch also costs a fixed ~10 ms of statements, transactions and
- * round trips: 500 rather than 200 a batch made the catch-up ~10 % faster (bench/RESULTS.md, "Analytics catch-up").
+ * round trips: 500 rather than 200 a batch made the catch-up ~10 % faster (bench/notes/analytics.md, "Read ahead,
+ * batches of 500, and the subjects probed by key").
  */
 const BATCH_SIZE = 500
 /** How far before the cursor the late-commit sweep looks: longer than any builder transaction lasts. */
@@ -82,52 +83,49 @@ const CANDIDATE_COLUMNS = `${BUILT_COLUMNS}, d.built_at AS built_key, d.ledger_i
   octet_length(d.raw_request) + coalesce(octet_length(d.raw_response), 0) AS text_bytes`
 
 /** The next decisions after `after` — by default the workspace's stored cursor —, in build order. */
-export const readBatch = (after?: BuildCursor) =>
-  Effect.gen(function*() {
-    const sql = yield* ScopedSql
-    const cursor = after ?? (yield* progressOf)
-    return yield* textBounded(
-      sql,
-      sql`SELECT ${sql.literal(CANDIDATE_COLUMNS)} FROM decisions d
-        WHERE (d.built_at, d.ledger_id) > (${cursor.at}::timestamptz, ${cursor.id}::uuid)
-        ORDER BY d.built_at, d.ledger_id
-        LIMIT ${BATCH_SIZE}`
-    )
-  })
+export const readBatch = Effect.fnUntraced(function*(after?: BuildCursor) {
+  const sql = yield* ScopedSql
+  const cursor = after ?? (yield* progressOf)
+  return yield* textBounded(
+    sql,
+    sql`SELECT ${sql.literal(CANDIDATE_COLUMNS)} FROM decisions d
+      WHERE (d.built_at, d.ledger_id) > (${cursor.at}::timestamptz, ${cursor.id}::uuid)
+      ORDER BY d.built_at, d.ledger_id
+      LIMIT ${BATCH_SIZE}`
+  )
+})
 
 /** Moves the workspace's cursor on to `to`, never back. */
-export const advanceCursor = (scope: WorkspaceScope, to: BuildCursor) =>
-  Effect.gen(function*() {
-    const sql = yield* ScopedSql
-    yield* sql`INSERT INTO analytics_progress (tenant_id, workspace_id, built_cursor, built_cursor_id)
-      VALUES (${scope.tenant_id}::uuid, ${scope.workspace_id}::uuid, ${to.at}::timestamptz, ${to.id}::uuid)
-      ON CONFLICT (tenant_id, workspace_id) DO UPDATE
-      SET built_cursor = EXCLUDED.built_cursor, built_cursor_id = EXCLUDED.built_cursor_id, updated_at = now()
-      WHERE (analytics_progress.built_cursor, analytics_progress.built_cursor_id) < (EXCLUDED.built_cursor, EXCLUDED.built_cursor_id)`
-  })
+export const advanceCursor = Effect.fnUntraced(function*(scope: WorkspaceScope, to: BuildCursor) {
+  const sql = yield* ScopedSql
+  yield* sql`INSERT INTO analytics_progress (tenant_id, workspace_id, built_cursor, built_cursor_id)
+    VALUES (${scope.tenant_id}::uuid, ${scope.workspace_id}::uuid, ${to.at}::timestamptz, ${to.id}::uuid)
+    ON CONFLICT (tenant_id, workspace_id) DO UPDATE
+    SET built_cursor = EXCLUDED.built_cursor, built_cursor_id = EXCLUDED.built_cursor_id, updated_at = now()
+    WHERE (analytics_progress.built_cursor, analytics_progress.built_cursor_id) < (EXCLUDED.built_cursor, EXCLUDED.built_cursor_id)`
+})
 
 /**
  * The ids of `rows` whose decisions changed since they were read: an erasure (or a rebuild) moves `built_at`, and
  * the cursor meets the decision again. Written from the text it was read with, its analytics would outlive the
  * erasure. Asked inside the batch's write, under the workspace's analytics lock, which an erasure's page takes too.
  */
-export const changedSinceRead = (rows: ReadonlyArray<ReadDecision>) =>
-  Effect.gen(function*() {
-    if (rows.length === 0) return new Set<string>()
-    const sql = yield* ScopedSql
-    const changed = yield* sql<{ ledger_id: string }>`
-      SELECT q.id::text AS ledger_id FROM unnest(${uuids(rows.map((row) => row.ledger_id))},
-        ${texts(rows.map((row) => row.built_cursor))}::timestamptz[]) AS q(id, at)
-      LEFT JOIN LATERAL (SELECT true AS same FROM decisions d WHERE d.ledger_id = q.id AND d.built_at = q.at LIMIT 1) d ON true
-      WHERE d.same IS NULL`
-    return new Set(changed.map((row) => row.ledger_id))
-  })
+export const changedSinceRead = Effect.fnUntraced(function*(rows: ReadonlyArray<ReadDecision>) {
+  if (rows.length === 0) return new Set<string>()
+  const sql = yield* ScopedSql
+  const changed = yield* sql<{ ledger_id: string }>`
+    SELECT q.id::text AS ledger_id FROM unnest(${uuids(rows.map((row) => row.ledger_id))},
+      ${texts(rows.map((row) => row.built_cursor))}::timestamptz[]) AS q(id, at)
+    LEFT JOIN LATERAL (SELECT true AS same FROM decisions d WHERE d.ledger_id = q.id AND d.built_at = q.at LIMIT 1) d ON true
+    WHERE d.same IS NULL`
+  return new Set(changed.map((row) => row.ledger_id))
+})
 
 /**
  * Decisions stamped shortly before the cursor that committed after it passed (concurrent builders), not yet
  * materialised. One key probe of the search rows per decision (LATERAL … LIMIT 1): as `NOT EXISTS`, a planner
  * without statistics on young tables took the window for a row or two and scanned every search row for each of
- * its decisions — 14.8 s of a core at 500 decisions/s (bench/RESULTS.md, "Serve").
+ * its decisions — 14.8 s of a core at 500 decisions/s (bench/notes/analytics.md, "The loop detector and the late-commit sweep").
  */
 export const readLateBatch = Effect.gen(function*() {
   const sql = yield* ScopedSql
@@ -146,11 +144,10 @@ export const readLateBatch = Effect.gen(function*() {
 })
 
 /** Decisions by id, one key probe each (the background embedder reads its rows' texts with it). */
-export const readDecisions = (ids: ReadonlyArray<string>) =>
-  Effect.gen(function*() {
-    if (ids.length === 0) return []
-    const sql = yield* ScopedSql
-    return yield* sql<BuiltDecision>`
-      SELECT x.* FROM unnest(${ids}::uuid[]) AS q(id)
-      CROSS JOIN LATERAL (SELECT ${sql.literal(BUILT_COLUMNS)} FROM decisions d WHERE d.ledger_id = q.id LIMIT 1) x`
-  })
+export const readDecisions = Effect.fnUntraced(function*(ids: ReadonlyArray<string>) {
+  if (ids.length === 0) return []
+  const sql = yield* ScopedSql
+  return yield* sql<BuiltDecision>`
+    SELECT x.* FROM unnest(${ids}::uuid[]) AS q(id)
+    CROSS JOIN LATERAL (SELECT ${sql.literal(BUILT_COLUMNS)} FROM decisions d WHERE d.ledger_id = q.id LIMIT 1) x`
+})

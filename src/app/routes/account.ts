@@ -160,14 +160,13 @@ export const accountHandlers = (context: AppContext) => {
   })
 
   /** The keys of a new account or membership, shown once, on the first page of its new session. */
-  const provisioned = (created: MemberIds & { readonly gateway_key: string; readonly pat: string | null }) =>
-    Effect.gen(function*() {
-      const token = yield* sessions.start(created)
-      const member = yield* sessions.resolve(token)
-      if (member === undefined) return messagePage("Sign-up", "Your account was created, but its session could not be opened: sign in.", 500)
-      const user = frameUser({ member, session: token, csrf: csrfTokenOf(token) })
-      return withSession(pageResponse(provisionedPage(user, context.setup, created)), names, token)
-    })
+  const provisioned = Effect.fnUntraced(function*(created: MemberIds & { readonly gateway_key: string; readonly pat: string | null }) {
+    const token = yield* sessions.start(created)
+    const member = yield* sessions.resolve(token)
+    if (member === undefined) return messagePage("Sign-up", "Your account was created, but its session could not be opened: sign in.", 500)
+    const user = frameUser({ member, session: token, csrf: csrfTokenOf(token) })
+    return withSession(pageResponse(provisionedPage(user, context.setup, created)), names, token)
+  })
 
   const linkGet = Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest) {
     const token = new URL(request.url, config.publicUrl).searchParams.get("token") ?? ""
@@ -261,13 +260,12 @@ export const accountHandlers = (context: AppContext) => {
   const workspacesGet = (request: HttpServerRequest.HttpServerRequest) => requireMember(context, request, (signed) => workspacesResponse(signed, {}))
 
   /** Moves the browser to another workspace of the user: a new session there (the old one ends). */
-  const moveTo = (signed: SignedIn, workspaceId: string) =>
-    Effect.gen(function*() {
-      const principal = signed.member.principal
-      const token = yield* sessions.start({ tenant_id: principal.tenant_id, workspace_id: workspaceId, user_id: principal.user_id })
-      yield* sessions.end(signed.session)
-      return withSession(seeOther("/"), names, token)
-    })
+  const moveTo = Effect.fnUntraced(function*(signed: SignedIn, workspaceId: string) {
+    const principal = signed.member.principal
+    const token = yield* sessions.start({ tenant_id: principal.tenant_id, workspace_id: workspaceId, user_id: principal.user_id })
+    yield* sessions.end(signed.session)
+    return withSession(seeOther("/"), names, token)
+  })
 
   const workspaceSwitch = (request: HttpServerRequest.HttpServerRequest) =>
     requireMember(context, request, (signed) =>

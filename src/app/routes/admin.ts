@@ -39,12 +39,11 @@ export const adminHandlers = (context: AppContext, pipeline: PipelineStatus["Ser
   const refused = (signed: SignedIn) => messagePage("Refused", "This form has expired or did not come from this site. Reload the page and try again.", 403, signed)
   const adminsOnly = (signed: SignedIn) => messagePage("Administrators only", "Only the workspace's administrators can see this page.", 403, signed)
 
-  const keysResponse = (signed: SignedIn, extra: { created?: { kind: "pat" | "gateway"; token: string }; message?: Message } = {}, status = 200) =>
-    Effect.gen(function*() {
-      const keys = yield* credentials.list(workspaceOf(signed), signed.member.admin ? undefined : signed.member.principal.user_id)
-      const now = new Date(yield* Clock.currentTimeMillis)
-      return pageResponse(keysPage({ user: frameUser(signed), keys, now, ...extra }), status)
-    })
+  const keysResponse = Effect.fnUntraced(function*(signed: SignedIn, extra: { created?: { kind: "pat" | "gateway"; token: string }; message?: Message } = {}, status = 200) {
+    const keys = yield* credentials.list(workspaceOf(signed), signed.member.admin ? undefined : signed.member.principal.user_id)
+    const now = new Date(yield* Clock.currentTimeMillis)
+    return pageResponse(keysPage({ user: frameUser(signed), keys, now, ...extra }), status)
+  })
 
   const keysGet = (request: HttpServerRequest.HttpServerRequest) => requireMember(context, request, (signed) => keysResponse(signed))
 
@@ -86,17 +85,16 @@ export const adminHandlers = (context: AppContext, pipeline: PipelineStatus["Ser
         )
       }))
 
-  const membersResponse = (signed: SignedIn, extra: { invited?: { email: string; link: string }; message?: Message } = {}, status = 200) =>
-    Effect.gen(function*() {
-      const [members, invitations] = yield* Effect.all([accounts.members(workspaceOf(signed)), accounts.invitations(workspaceOf(signed))])
-      return pageResponse(membersPage({
-        user: { ...frameUser(signed), user_id: signed.member.principal.user_id },
-        members,
-        invitations,
-        invitationsOpen: config.signup !== "closed",
-        ...extra
-      }), status)
-    })
+  const membersResponse = Effect.fnUntraced(function*(signed: SignedIn, extra: { invited?: { email: string; link: string }; message?: Message } = {}, status = 200) {
+    const [members, invitations] = yield* Effect.all([accounts.members(workspaceOf(signed)), accounts.invitations(workspaceOf(signed))])
+    return pageResponse(membersPage({
+      user: { ...frameUser(signed), user_id: signed.member.principal.user_id },
+      members,
+      invitations,
+      invitationsOpen: config.signup !== "closed",
+      ...extra
+    }), status)
+  })
 
   /** An admin-only page or action. */
   const forAdmins = <E, R>(request: HttpServerRequest.HttpServerRequest, then: (signed: SignedIn) => Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>

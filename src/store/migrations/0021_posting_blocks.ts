@@ -7,8 +7,8 @@ const REGROUPED_BLOCK = 200
  * The lexical index's postings in blocks: a row per lexeme and materialiser batch, holding that batch's decisions
  * with the lexeme, instead of a row per lexeme and decision. The decisions of a batch share most of their lexemes, so
  * there are about a twelfth as many rows; writing a row per posting was a fifth of PostgreSQL's work per decision in
- * the materialiser, and the table was larger than the search rows themselves (bench/RESULTS.md, "Analytics
- * catch-up"). Existing postings are regrouped, newest first, into blocks of REGROUPED_BLOCK per lexeme.
+ * the materialiser, and the table was larger than the search rows themselves (bench/notes/analytics.md,
+ * "Postings in blocks"). Existing postings are regrouped, newest first, into blocks of REGROUPED_BLOCK per lexeme.
  *
  * A block's entries are newest first; `newest` and `oldest` bound their times, and `head` (its newest decision) tells
  * apart blocks of one lexeme that end at the same moment. A decision is in at most one block per lexeme.

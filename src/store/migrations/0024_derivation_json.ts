@@ -4,7 +4,7 @@ import { lz4OnEveryPartition, run } from "./sql.ts"
  * A decision's derivation is stored as `json` (its text, checked as JSON) rather than `jsonb`. The builder writes it
  * whole and readers take it whole or pick a few keys from it; no index or filter looks inside it. Converting ~1–2 KB
  * of text into jsonb's binary form cost PostgreSQL 6–8 µs a decision more than `json`'s check, a sixth of its CPU for
- * each short decision inserted (bench/RESULTS.md, "The derivation as json"), and reading it whole now sends the text
+ * each short decision inserted (bench/notes/builder.md, "The derivation as json"), and reading it whole now sends the text
  * as stored instead of printing jsonb back to text.
  *
  * Changing the type rewrites every partition of the table and its indexes under an exclusive lock (~2 s for 60,000

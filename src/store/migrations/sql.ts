@@ -35,11 +35,10 @@ export const lz4OnEveryPartition = (column: string) =>
       END;
     END LOOP;`
 
-export const run = (statements: ReadonlyArray<string>) =>
-  Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    for (const statement of statements) yield* sql.unsafe(statement)
-  })
+export const run = Effect.fnUntraced(function*(statements: ReadonlyArray<string>) {
+  const sql = yield* SqlClient.SqlClient
+  for (const statement of statements) yield* sql.unsafe(statement)
+})
 
 /**
  * Roles are cluster-wide: create them only when missing, so several databases can share a server. Two databases
