@@ -3,7 +3,7 @@
  * handlers over `LedgerQuery`, the OpenAPI document at `/v1/openapi.json` and the API reference at `/docs`
  * (Scalar, its script inlined: the page makes no request to another origin).
  */
-import { Clock, Effect, Layer, Redacted, SchemaIssue } from "effect"
+import { Effect, Layer, Redacted, SchemaIssue } from "effect"
 import { HttpEffect, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder, type HttpApiError, HttpApiMiddleware, HttpApiScalar } from "effect/http-api"
 import type { BadRequest, DatabaseUnavailable, NotFound } from "../domain/errors.ts"
@@ -11,7 +11,7 @@ import { LedgerQuery } from "../query/LedgerQuery.ts"
 import { Authenticator } from "../auth/Authenticator.ts"
 import { addressOf } from "../auth/browser.ts"
 import { recordPrincipal } from "./AccessLog.ts"
-import { RateLimiter } from "../serving/RateLimiter.ts"
+import { RequestRateLimit } from "../serving/RequestRateLimit.ts"
 import { apiError, CurrentPrincipal, LedgerApi, ParameterErrors, PatAuth } from "./RestApi.ts"
 
 const OPENAPI_PATH = "/v1/openapi.json"
@@ -30,7 +30,7 @@ const PatAuthLive = Layer.effect(
   PatAuth,
   Effect.gen(function*() {
     const authenticator = yield* Authenticator
-    const limiter = yield* RateLimiter
+    const limiter = yield* RequestRateLimit
     return PatAuth.of({
       pat: (httpEffect, { credential }) =>
         HttpServerRequest.HttpServerRequest.use((request) => authenticator.authenticate(Redacted.value(credential), "pat", addressOf(request))).pipe(
@@ -44,17 +44,12 @@ const PatAuthLive = Layer.effect(
               )
           }),
           Effect.tap(recordPrincipal),
-          Effect.tap((principal) =>
-            Effect.flatMap(Clock.currentTimeMillis, (now) => {
-              const wait = limiter.take(principal.token_id, now)
-              return wait === 0 ? Effect.void : rateLimited(wait)
-            })
-          ),
+          Effect.tap((principal) => Effect.flatMap(limiter.take(principal.token_id), (wait) => wait === 0 ? Effect.void : rateLimited(wait))),
           Effect.flatMap((principal) => Effect.provideService(httpEffect, CurrentPrincipal, principal))
         )
     })
   })
-).pipe(Layer.provide(RateLimiter.layer))
+).pipe(Layer.provide(RequestRateLimit.layer))
 
 const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1()
 

@@ -1,8 +1,8 @@
 /**
  * Password guessing limits, for every surface that takes a password (the app's sign-in, the MCP authorization
  * server's sign-in): at most `MAX_FAILURES` failed attempts per account in a sliding `WINDOW_MS`, and
- * `PER_ADDRESS_PER_MINUTE` attempts per connecting address whatever the account. Counted in this process's memory,
- * like the REST rate limit: each API replica limits on its own, which bounds guessing to replicas × the limit.
+ * `PER_ADDRESS_PER_MINUTE` attempts per connecting address whatever the account. Counted in this process's memory:
+ * each API replica limits on its own, which bounds guessing to replicas × the limit.
  */
 import { Clock, Context, Effect, Layer } from "effect"
 import { BoundedMap } from "../collections/BoundedMap.ts"

@@ -5,7 +5,7 @@
  */
 import { Clock, Effect, Option } from "effect"
 import { type HttpServerRequest, HttpServerResponse } from "effect/http"
-import { tokenBuckets } from "../../serving/RateLimiter.ts"
+import { tokenBuckets } from "../../serving/tokenBuckets.ts"
 import { csrfTokenOf } from "../../auth/AppSessions.ts"
 import type { MemberIds } from "../../auth/Credentials.ts"
 import {

@@ -1,10 +1,8 @@
 /**
- * Per-credential request rate limit of the REST API (LEDGER_API_RATE_LIMIT requests per second, bursts up to
- * twice that): a token bucket per credential id, in this process's memory — each API replica limits on its own.
- * It keeps one runaway client from starving the database for everyone else.
+ * Token buckets in this process's memory, for the per-address limits of the browser forms and the OAuth endpoints
+ * (sign-ups, registrations, metadata-document fetches): cheap and synchronous, each replica limiting on its own.
+ * The REST API's per-credential limit, which replicas share, is RequestRateLimit.ts.
  */
-import { Context, Layer } from "effect"
-import { LedgerConfig } from "../config/LedgerConfig.ts"
 import { BoundedMap } from "../collections/BoundedMap.ts"
 
 /** buckets kept at most; the least recently used is dropped (it refills to full anyway) */
@@ -38,14 +36,4 @@ export const tokenBuckets = (ratePerSecond: number, burst = ratePerSecond * 2) =
     }
     return Math.ceil((1 - bucket.tokens) / ratePerSecond)
   }
-}
-
-export class RateLimiter extends Context.Service<RateLimiter, {
-  /** 0 when the request may proceed, else the seconds to wait (Retry-After) */
-  take(key: string, now: number): number
-}>()("ledger/serving/RateLimiter") {
-  static readonly layer = Layer.effect(
-    RateLimiter,
-    LedgerConfig.useSync((config) => RateLimiter.of({ take: tokenBuckets(config.apiRateLimit) }))
-  )
 }
