@@ -289,27 +289,30 @@ const parseOidc = (
   })
 }
 
+/** A URL setting: refused (ConfigError) unless it is an absolute URL; kept as its text in normal form. */
+const urlSetting = (name: string) => Config.URL(name).pipe(Config.map((url) => url.href))
+
 const rawSettings = Config.all({
   host: Config.String("LEDGER_HOST").pipe(Config.withDefault("127.0.0.1")),
   apiPort: Config.Port("LEDGER_API_PORT").pipe(Config.withDefault(8080)),
   gatewayPort: Config.Port("LEDGER_GATEWAY_PORT").pipe(Config.withDefault(4000)),
   gatewayWorkers: Config.Int("LEDGER_GATEWAY_WORKERS").pipe(Config.withDefault(1)),
-  publicUrl: Config.option(Config.String("LEDGER_PUBLIC_URL")),
-  gatewayUrl: Config.option(Config.String("LEDGER_GATEWAY_URL")),
+  publicUrl: Config.option(urlSetting("LEDGER_PUBLIC_URL")),
+  gatewayUrl: Config.option(urlSetting("LEDGER_GATEWAY_URL")),
   dataDir: Config.String("LEDGER_DATA_DIR").pipe(Config.withDefault("./.ledger")),
   databaseUrl: Config.option(Config.Redacted("DATABASE_URL")),
   databaseReadUrl: Config.option(Config.Redacted("DATABASE_READ_URL")),
   redisUrl: Config.option(Config.Redacted("REDIS_URL")),
   redisCluster: Config.String("LEDGER_REDIS_CLUSTER").pipe(Config.withDefault("")),
-  openaiBaseUrl: Config.String("LEDGER_OPENAI_BASE_URL").pipe(Config.withDefault("https://api.openai.com/v1")),
-  azureBaseUrl: Config.option(Config.String("LEDGER_AZURE_BASE_URL")),
+  openaiBaseUrl: urlSetting("LEDGER_OPENAI_BASE_URL").pipe(Config.withDefault("https://api.openai.com/v1")),
+  azureBaseUrl: Config.option(urlSetting("LEDGER_AZURE_BASE_URL")),
   azureApiVersion: Config.String("LEDGER_AZURE_API_VERSION").pipe(Config.withDefault("2024-10-21")),
-  anthropicBaseUrl: Config.String("LEDGER_ANTHROPIC_BASE_URL").pipe(Config.withDefault("https://api.anthropic.com")),
-  geminiBaseUrl: Config.String("LEDGER_GEMINI_BASE_URL").pipe(
+  anthropicBaseUrl: urlSetting("LEDGER_ANTHROPIC_BASE_URL").pipe(Config.withDefault("https://api.anthropic.com")),
+  geminiBaseUrl: urlSetting("LEDGER_GEMINI_BASE_URL").pipe(
     Config.withDefault("https://generativelanguage.googleapis.com")
   ),
   bedrockRegion: Config.String("LEDGER_BEDROCK_REGION").pipe(Config.withDefault("us-east-1")),
-  bedrockBaseUrl: Config.option(Config.String("LEDGER_BEDROCK_BASE_URL")),
+  bedrockBaseUrl: Config.option(urlSetting("LEDGER_BEDROCK_BASE_URL")),
   upstreams: Config.String("LEDGER_UPSTREAMS").pipe(Config.withDefault("")),
   sessionGapMinutes: Config.Number("LEDGER_SESSION_GAP_MINUTES").pipe(Config.withDefault(30)),
   logLevel: Config.String("LEDGER_LOG_LEVEL").pipe(Config.withDefault("info")),

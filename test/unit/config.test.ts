@@ -93,7 +93,9 @@ describe("LedgerConfig", () => {
         { LEDGER_CAPTURE_SHARDS: "0" },
         { LEDGER_UPSTREAMS: "nameless" },
         { LEDGER_RETENTION_DAYS: "-1" },
-        { LEDGER_OIDC_CLIENT_ID: "ledger" }
+        { LEDGER_OIDC_CLIENT_ID: "ledger" },
+        { LEDGER_PUBLIC_URL: "ledger.example" },
+        { LEDGER_OPENAI_BASE_URL: "not a url" }
       ]
       for (const env of unusable) {
         const exit = yield* read(env)
