@@ -105,39 +105,38 @@ export const loadSessions = Effect.fnUntraced(function*(items: ReadonlyArray<Hel
  * Absolute session rollups (the agent lock makes read-modify-write safe); new sessions are inserted. The builder's
  * summary is written until analytics has written one of its own (migration 0011).
  */
-export const writeSessions = (
+export const writeSessions = Effect.fnUntraced(function*(
   scope: WorkspaceScope,
   sessions: ReadonlyArray<{ readonly session_id: string; readonly agent_id: string; readonly execution_id: string | null; readonly rollup: SessionRollup }>
-) =>
-  Effect.gen(function*() {
-    if (sessions.length === 0) return
-    const sql = yield* ScopedSql
-    yield* sql`
-      INSERT INTO sessions (session_id, tenant_id, workspace_id, agent_id, execution_id, started_at, ended_at,
-        decision_count, error_count, total_cost_usd, total_tokens, summary, first_ledger_id, first_at, first_title)
-      SELECT session_id, ${scope.tenant_id}::uuid, ${scope.workspace_id}::uuid, agent_id, execution_id, started_at,
-        ended_at, decision_count, error_count, total_cost_usd, total_tokens, summary, first_ledger_id, first_at, first_title
-      FROM ${zipped(sql, {
-        session_id: uuids(sessions.map((s) => s.session_id)),
-        agent_id: texts(sessions.map((s) => pgText(s.agent_id))),
-        execution_id: texts(sessions.map((s) => s.execution_id === null ? null : pgText(s.execution_id))),
-        started_at: times(sessions.map((s) => s.rollup.started_at)),
-        ended_at: times(sessions.map((s) => s.rollup.ended_at)),
-        decision_count: floats(sessions.map((s) => s.rollup.decision_count)),
-        error_count: floats(sessions.map((s) => s.rollup.error_count)),
-        total_cost_usd: floats(sessions.map((s) => s.rollup.total_cost_usd)),
-        total_tokens: floats(sessions.map((s) => s.rollup.total_tokens)),
-        summary: texts(sessions.map((s) => pgText(sessionSummary(s.rollup)))),
-        first_ledger_id: uuids(sessions.map((s) => s.rollup.first.ledger_id)),
-        first_at: times(sessions.map((s) => s.rollup.first.at)),
-        first_title: texts(sessions.map((s) => pgText(s.rollup.first.title)))
-      })} AS v
-      ON CONFLICT (session_id) DO UPDATE SET started_at = EXCLUDED.started_at, ended_at = EXCLUDED.ended_at,
-        decision_count = EXCLUDED.decision_count, error_count = EXCLUDED.error_count,
-        total_cost_usd = EXCLUDED.total_cost_usd, total_tokens = EXCLUDED.total_tokens,
-        summary = CASE WHEN sessions.summary_by_analytics THEN sessions.summary ELSE EXCLUDED.summary END,
-        first_ledger_id = EXCLUDED.first_ledger_id, first_at = EXCLUDED.first_at, first_title = EXCLUDED.first_title`
-  })
+) {
+  if (sessions.length === 0) return
+  const sql = yield* ScopedSql
+  yield* sql`
+    INSERT INTO sessions (session_id, tenant_id, workspace_id, agent_id, execution_id, started_at, ended_at,
+      decision_count, error_count, total_cost_usd, total_tokens, summary, first_ledger_id, first_at, first_title)
+    SELECT session_id, ${scope.tenant_id}::uuid, ${scope.workspace_id}::uuid, agent_id, execution_id, started_at,
+      ended_at, decision_count, error_count, total_cost_usd, total_tokens, summary, first_ledger_id, first_at, first_title
+    FROM ${zipped(sql, {
+      session_id: uuids(sessions.map((s) => s.session_id)),
+      agent_id: texts(sessions.map((s) => pgText(s.agent_id))),
+      execution_id: texts(sessions.map((s) => s.execution_id === null ? null : pgText(s.execution_id))),
+      started_at: times(sessions.map((s) => s.rollup.started_at)),
+      ended_at: times(sessions.map((s) => s.rollup.ended_at)),
+      decision_count: floats(sessions.map((s) => s.rollup.decision_count)),
+      error_count: floats(sessions.map((s) => s.rollup.error_count)),
+      total_cost_usd: floats(sessions.map((s) => s.rollup.total_cost_usd)),
+      total_tokens: floats(sessions.map((s) => s.rollup.total_tokens)),
+      summary: texts(sessions.map((s) => pgText(sessionSummary(s.rollup)))),
+      first_ledger_id: uuids(sessions.map((s) => s.rollup.first.ledger_id)),
+      first_at: times(sessions.map((s) => s.rollup.first.at)),
+      first_title: texts(sessions.map((s) => pgText(s.rollup.first.title)))
+    })} AS v
+    ON CONFLICT (session_id) DO UPDATE SET started_at = EXCLUDED.started_at, ended_at = EXCLUDED.ended_at,
+      decision_count = EXCLUDED.decision_count, error_count = EXCLUDED.error_count,
+      total_cost_usd = EXCLUDED.total_cost_usd, total_tokens = EXCLUDED.total_tokens,
+      summary = CASE WHEN sessions.summary_by_analytics THEN sessions.summary ELSE EXCLUDED.summary END,
+      first_ledger_id = EXCLUDED.first_ledger_id, first_at = EXCLUDED.first_at, first_title = EXCLUDED.first_title`
+})
 
 /** A session's rollup with one more decision. */
 export const addToRollup = (rollup: SessionRollup | undefined, item: HeldReconstruction): SessionRollup => {

@@ -193,162 +193,160 @@ const withoutTurnsRecorded = Effect.fnUntraced(function*(items: ReadonlyArray<He
 const CLOCK_MARGIN_MS = 7 * 24 * 60 * 60 * 1000
 
 /** Builds one workspace's calls inside their transaction, under their agents' locks. */
-const storeGroup = (
+const storeGroup = Effect.fnUntraced(function*(
   scope: WorkspaceScope,
   group: ReadonlyArray<HeldReconstruction>,
   options: { readonly gapMs: number; readonly consumer: string; readonly prepared: ReadonlyMap<string, Prepared> }
-) =>
-  Effect.gen(function*() {
-    const { consumer, gapMs, prepared } = options
-    const sql = yield* ScopedSql
-    // the ids already stored, by the primary key (tenant, workspace, ledger id, …): all three are index conditions, so
-    // each partition is searched once for the whole array. That holds once a partition has statistics: before its
-    // first ANALYZE the planner takes the workspace's smaller seq index and walks it (100 ms a batch seven seconds
-    // into a new ledger at 2,500 decisions/s), which is why PlannerStatistics checks every second. Only the
-    // partitions a stored copy can be in are searched: it was recorded after its call started and, at the latest,
-    // now — a week either way for clocks that disagree — so the probe costs the same with two months of partitions
-    // as with two years.
-    const earliest = group.reduce((min, item) => Math.min(min, item.capture.started_at), Infinity)
-    const now = yield* Clock.currentTimeMillis
-    const existing = yield* sql<{ ledger_id: string }>`
-      SELECT d.ledger_id FROM decisions d WHERE d.tenant_id = ${scope.tenant_id}::uuid AND d.workspace_id = ${scope.workspace_id}::uuid
-        AND d.ledger_id = ANY(${uuids(group.map((item) => item.capture.ledger_id))})
-        AND d.recorded_at >= ${new Date(earliest - CLOCK_MARGIN_MS)} AND d.recorded_at <= ${new Date(now + CLOCK_MARGIN_MS)}`
-    const known = new Set(existing.map((row) => row.ledger_id))
-    const fresh = yield* withoutTurnsRecorded(group.filter((item) => !known.has(item.capture.ledger_id)))
-    if (fresh.length === 0) return new Set<string>()
+) {
+  const { consumer, gapMs, prepared } = options
+  const sql = yield* ScopedSql
+  // the ids already stored, by the primary key (tenant, workspace, ledger id, …): all three are index conditions, so
+  // each partition is searched once for the whole array. That holds once a partition has statistics: before its
+  // first ANALYZE the planner takes the workspace's smaller seq index and walks it (100 ms a batch seven seconds
+  // into a new ledger at 2,500 decisions/s), which is why PlannerStatistics checks every second. Only the
+  // partitions a stored copy can be in are searched: it was recorded after its call started and, at the latest,
+  // now — a week either way for clocks that disagree — so the probe costs the same with two months of partitions
+  // as with two years.
+  const earliest = group.reduce((min, item) => Math.min(min, item.capture.started_at), Infinity)
+  const now = yield* Clock.currentTimeMillis
+  const existing = yield* sql<{ ledger_id: string }>`
+    SELECT d.ledger_id FROM decisions d WHERE d.tenant_id = ${scope.tenant_id}::uuid AND d.workspace_id = ${scope.workspace_id}::uuid
+      AND d.ledger_id = ANY(${uuids(group.map((item) => item.capture.ledger_id))})
+      AND d.recorded_at >= ${new Date(earliest - CLOCK_MARGIN_MS)} AND d.recorded_at <= ${new Date(now + CLOCK_MARGIN_MS)}`
+  const known = new Set(existing.map((row) => row.ledger_id))
+  const fresh = yield* withoutTurnsRecorded(group.filter((item) => !known.has(item.capture.ledger_id)))
+  if (fresh.length === 0) return new Set<string>()
 
-    const { items, links } = yield* linkChains(fresh)
-    const followed = [...links.values()].flatMap(({ follows }) => (follows !== undefined && "session_id" in follows ? [follows.session_id] : []))
-    const loaded = yield* loadSessions(items, gapMs, followed)
-    const plan = planSessions(
-      items.map((item) => ({
-        ledger_id: item.capture.ledger_id,
-        agent_id: item.capture.agent_id,
-        execution_id: item.capture.execution_id,
-        start: item.capture.started_at,
-        end: callEnd(item),
-        follows: links.get(item.capture.ledger_id)?.follows
-      })),
-      loaded,
-      { gapMs, newId: () => Crypto.randomUUID() }
-    )
-    const sessionOf = (ledgerId: string) => plan.assignment.get(ledgerId)!
-    // every item is new (probed under the agents' locks); the decisions are inserted at the end of the transaction
-    const inserted = new Set(items.map((item) => item.capture.ledger_id))
-    yield* linkSuccessors(items)
+  const { items, links } = yield* linkChains(fresh)
+  const followed = [...links.values()].flatMap(({ follows }) => (follows !== undefined && "session_id" in follows ? [follows.session_id] : []))
+  const loaded = yield* loadSessions(items, gapMs, followed)
+  const plan = planSessions(
+    items.map((item) => ({
+      ledger_id: item.capture.ledger_id,
+      agent_id: item.capture.agent_id,
+      execution_id: item.capture.execution_id,
+      start: item.capture.started_at,
+      end: callEnd(item),
+      follows: links.get(item.capture.ledger_id)?.follows
+    })),
+    loaded,
+    { gapMs, newId: () => Crypto.randomUUID() }
+  )
+  const sessionOf = (ledgerId: string) => plan.assignment.get(ledgerId)!
+  // every item is new (probed under the agents' locks); the decisions are inserted at the end of the transaction
+  const inserted = new Set(items.map((item) => item.capture.ledger_id))
+  yield* linkSuccessors(items)
 
-    if (plan.merged.size > 0) {
-      const drops = [...plan.merged.keys()]
-      // built_at moves with the session, so consumers following it (analytics) see the decision changed
-      yield* sql`UPDATE decisions d SET session_id = m.keep, built_at = clock_timestamp()
-        FROM UNNEST(${uuids(drops)}, ${uuids(drops.map((id) => plan.merged.get(id)!))}) AS m(dropped, keep)
-        WHERE d.session_id = m.dropped`
-      yield* sql`DELETE FROM sessions WHERE session_id = ANY(${uuids(drops)})`
-      // stored ids stay aliases of their survivor (0010); aliases of a folded session move to its survivor
-      const stored = drops.filter((id) => loaded.some((session) => session.session_id === id))
-      if (stored.length > 0) {
-        const [dropped, keeps] = [uuids(stored), uuids(stored.map((id) => plan.merged.get(id)!))]
-        yield* sql`UPDATE session_aliases SET merged_into = (${keeps})[array_position(${dropped}, merged_into)]
-          WHERE merged_into = ANY(${dropped})`
-        yield* sql`INSERT INTO session_aliases (session_id, tenant_id, workspace_id, merged_into)
-          SELECT m.dropped, ${scope.tenant_id}::uuid, ${scope.workspace_id}::uuid, m.keep FROM UNNEST(${dropped}, ${keeps}) AS m(dropped, keep)
-          ON CONFLICT (tenant_id, workspace_id, session_id) DO UPDATE SET merged_into = EXCLUDED.merged_into, merged_at = now()`
-      }
+  if (plan.merged.size > 0) {
+    const drops = [...plan.merged.keys()]
+    // built_at moves with the session, so consumers following it (analytics) see the decision changed
+    yield* sql`UPDATE decisions d SET session_id = m.keep, built_at = clock_timestamp()
+      FROM UNNEST(${uuids(drops)}, ${uuids(drops.map((id) => plan.merged.get(id)!))}) AS m(dropped, keep)
+      WHERE d.session_id = m.dropped`
+    yield* sql`DELETE FROM sessions WHERE session_id = ANY(${uuids(drops)})`
+    // stored ids stay aliases of their survivor (0010); aliases of a folded session move to its survivor
+    const stored = drops.filter((id) => loaded.some((session) => session.session_id === id))
+    if (stored.length > 0) {
+      const [dropped, keeps] = [uuids(stored), uuids(stored.map((id) => plan.merged.get(id)!))]
+      yield* sql`UPDATE session_aliases SET merged_into = (${keeps})[array_position(${dropped}, merged_into)]
+        WHERE merged_into = ANY(${dropped})`
+      yield* sql`INSERT INTO session_aliases (session_id, tenant_id, workspace_id, merged_into)
+        SELECT m.dropped, ${scope.tenant_id}::uuid, ${scope.workspace_id}::uuid, m.keep FROM UNNEST(${dropped}, ${keeps}) AS m(dropped, keep)
+        ON CONFLICT (tenant_id, workspace_id, session_id) DO UPDATE SET merged_into = EXCLUDED.merged_into, merged_at = now()`
     }
+  }
 
-    // rollups from stored values, folded sessions and the decisions actually inserted
-    const byId = new Map(loaded.map((session) => [session.session_id, session]))
-    const rollups = new Map<string, SessionRollup | undefined>()
-    for (const [dropped, keep] of plan.merged) {
-      rollups.set(keep, foldRollups(rollups.has(keep) ? rollups.get(keep) : byId.get(keep)?.rollup, byId.get(dropped)?.rollup))
+  // rollups from stored values, folded sessions and the decisions actually inserted
+  const byId = new Map(loaded.map((session) => [session.session_id, session]))
+  const rollups = new Map<string, SessionRollup | undefined>()
+  for (const [dropped, keep] of plan.merged) {
+    rollups.set(keep, foldRollups(rollups.has(keep) ? rollups.get(keep) : byId.get(keep)?.rollup, byId.get(dropped)?.rollup))
+  }
+  const agents = new Map<string, AgentDelta>()
+  const agentDelta = (agentId: string): AgentDelta => {
+    const delta = agents.get(agentId) ?? noAgentDelta()
+    agents.set(agentId, delta)
+    return delta
+  }
+  for (const item of items) {
+    if (!inserted.has(item.capture.ledger_id)) continue
+    const id = sessionOf(item.capture.ledger_id)
+    rollups.set(id, addToRollup(rollups.has(id) ? rollups.get(id) : byId.get(id)?.rollup, item))
+    const facts = callFacts(item)
+    const delta = agentDelta(item.capture.agent_id)
+    delta.decision_count++
+    delta.error_count += facts.isError ? 1 : 0
+    delta.total_cost_usd += facts.costUsd ?? 0
+    delta.total_tokens += facts.tokens
+    delta.confidence_sum += item.derivation.confidence.value
+    delta.first_seen_at = Math.min(delta.first_seen_at, item.capture.started_at)
+    delta.last_seen_at = Math.max(delta.last_seen_at, callEnd(item))
+    if (item.capture.agent_name !== null && item.capture.started_at >= delta.named_at) {
+      delta.agent_name = item.capture.agent_name
+      delta.named_at = item.capture.started_at
     }
-    const agents = new Map<string, AgentDelta>()
-    const agentDelta = (agentId: string): AgentDelta => {
-      const delta = agents.get(agentId) ?? noAgentDelta()
-      agents.set(agentId, delta)
-      return delta
-    }
-    for (const item of items) {
-      if (!inserted.has(item.capture.ledger_id)) continue
-      const id = sessionOf(item.capture.ledger_id)
-      rollups.set(id, addToRollup(rollups.has(id) ? rollups.get(id) : byId.get(id)?.rollup, item))
-      const facts = callFacts(item)
-      const delta = agentDelta(item.capture.agent_id)
-      delta.decision_count++
-      delta.error_count += facts.isError ? 1 : 0
-      delta.total_cost_usd += facts.costUsd ?? 0
-      delta.total_tokens += facts.tokens
-      delta.confidence_sum += item.derivation.confidence.value
-      delta.first_seen_at = Math.min(delta.first_seen_at, item.capture.started_at)
-      delta.last_seen_at = Math.max(delta.last_seen_at, callEnd(item))
-      if (item.capture.agent_name !== null && item.capture.started_at >= delta.named_at) {
-        delta.agent_name = item.capture.agent_name
-        delta.named_at = item.capture.started_at
-      }
-    }
-    for (const [id, { agent_id }] of plan.created) {
-      if (rollups.get(id) !== undefined) agentDelta(agent_id).session_count++
-    }
-    for (const dropped of plan.merged.keys()) {
-      const session = byId.get(dropped)
-      if (session !== undefined) agentDelta(session.agent_id).session_count--
-    }
+  }
+  for (const [id, { agent_id }] of plan.created) {
+    if (rollups.get(id) !== undefined) agentDelta(agent_id).session_count++
+  }
+  for (const dropped of plan.merged.keys()) {
+    const session = byId.get(dropped)
+    if (session !== undefined) agentDelta(session.agent_id).session_count--
+  }
 
-    yield* writeSessions(
-      scope,
-      [...rollups].flatMap(([session_id, rollup]) => {
-        const identity = plan.created.get(session_id) ?? byId.get(session_id)
-        return rollup === undefined || identity === undefined
-          ? []
-          : [{ session_id, agent_id: identity.agent_id, execution_id: identity.execution_id, rollup }]
-      })
-    )
-    const ordered = [...items].sort((a, b) =>
-      a.capture.started_at - b.capture.started_at || (a.capture.ledger_id < b.capture.ledger_id ? -1 : 1)
-    )
-    // the agents' rollups (only agents whose rollups changed; one seen for the first time always has a decision) and
-    // the chain's lock in one round trip: from here to commit the workspace's chain is held
-    const changed = new Map([...agents].filter(([, delta]) => delta.decision_count > 0 || delta.session_count !== 0))
-    const head = yield* lockChain(scope, agentsUpsert(sql, scope, changed))
-    const chain = yield* chainLinks(ordered.map((item) => prepared.get(item.capture.ledger_id)!.draft), head, (yield* IntegrityKeys).current)
-    yield* insertDecisions(scope, ordered, {
-      preparedOf: (ledgerId) => prepared.get(ledgerId)!,
-      sessionOf,
-      previousOf: (ledgerId) => links.get(ledgerId)?.previous ?? null,
-      linkOf: (ledgerId) => chain.links.get(ledgerId)!,
-      head: chain.head,
-      consumer
+  yield* writeSessions(
+    scope,
+    [...rollups].flatMap(([session_id, rollup]) => {
+      const identity = plan.created.get(session_id) ?? byId.get(session_id)
+      return rollup === undefined || identity === undefined
+        ? []
+        : [{ session_id, agent_id: identity.agent_id, execution_id: identity.execution_id, rollup }]
     })
-    return inserted
+  )
+  const ordered = [...items].sort((a, b) =>
+    a.capture.started_at - b.capture.started_at || (a.capture.ledger_id < b.capture.ledger_id ? -1 : 1)
+  )
+  // the agents' rollups (only agents whose rollups changed; one seen for the first time always has a decision) and
+  // the chain's lock in one round trip: from here to commit the workspace's chain is held
+  const changed = new Map([...agents].filter(([, delta]) => delta.decision_count > 0 || delta.session_count !== 0))
+  const head = yield* lockChain(scope, agentsUpsert(sql, scope, changed))
+  const chain = yield* chainLinks(ordered.map((item) => prepared.get(item.capture.ledger_id)!.draft), head, (yield* IntegrityKeys).current)
+  yield* insertDecisions(scope, ordered, {
+    preparedOf: (ledgerId) => prepared.get(ledgerId)!,
+    sessionOf,
+    previousOf: (ledgerId) => links.get(ledgerId)?.previous ?? null,
+    linkOf: (ledgerId) => chain.links.get(ledgerId)!,
+    head: chain.head,
+    consumer
   })
+  return inserted
+})
 
 /**
  * Stores one workspace's decisions in one transaction. `consumer` names the throughput record it is counted under (one
  * per consumer loop: two open transactions upserting one row would commit one after the other).
  */
-export const storeBatch = (
+export const storeBatch = Effect.fnUntraced(function*(
   scope: WorkspaceScope,
   batch: ReadonlyArray<StorableDecision>,
   options: { readonly gapMs: number; readonly consumer: string }
-): Effect.Effect<StoredBatch, DatabaseUnavailable | SqlError.SqlError, TenantSql | IntegrityKeys> =>
-  Effect.gen(function*() {
-    const items = distinctCalls(batch.map((decision) => decision.reconstruction))
-    if (items.length === 0) return { inserted: new Set<string>() }
-    const prepared = new Map(batch.map((decision) => [decision.reconstruction.capture.ledger_id, decision.prepared]))
-    // one key per agent, not per decision: a batch of thousands holds a few hundred agents
-    const locks = [...new Set(items.map((item) => item.capture.agent_id))].map((agent) => agentLockKey(scope, agent))
-    const tenantSql = yield* TenantSql
-    return yield* tenantSql.write(
-      scope,
-      Effect.gen(function*() {
-        const asked = yield* Clock.currentTimeNanos
-        yield* lockAgents(locks)
-        yield* Metric.update(lockWait, Number((yield* Clock.currentTimeNanos) - asked) / 1e9)
-        return { inserted: yield* storeGroup(scope, items, { ...options, prepared }) }
-      })
-    )
-  })
+): Effect.fn.Return<StoredBatch, DatabaseUnavailable | SqlError.SqlError, TenantSql | IntegrityKeys> {
+  const items = distinctCalls(batch.map((decision) => decision.reconstruction))
+  if (items.length === 0) return { inserted: new Set<string>() }
+  const prepared = new Map(batch.map((decision) => [decision.reconstruction.capture.ledger_id, decision.prepared]))
+  // one key per agent, not per decision: a batch of thousands holds a few hundred agents
+  const locks = [...new Set(items.map((item) => item.capture.agent_id))].map((agent) => agentLockKey(scope, agent))
+  const tenantSql = yield* TenantSql
+  return yield* tenantSql.write(
+    scope,
+    Effect.gen(function*() {
+      const asked = yield* Clock.currentTimeNanos
+      yield* lockAgents(locks)
+      yield* Metric.update(lockWait, Number((yield* Clock.currentTimeNanos) - asked) / 1e9)
+      return { inserted: yield* storeGroup(scope, items, { ...options, prepared }) }
+    })
+  )
+})
 
 /** Drops throughput records older than an hour (`ledger status` reads the last minute). */
 export const pruneThroughput = Effect.gen(function*() {

@@ -42,7 +42,7 @@ export interface Republisher {
   close(): void
 }
 
-export const makeRepublisher = (
+export const makeRepublisher = Effect.fnUntraced(function*(
   stream: CaptureStream["Service"],
   spool: Spool,
   dir: string,
@@ -50,91 +50,90 @@ export const makeRepublisher = (
   context: Context.Context<never>,
   /** labels of this shard's figures, when the stream has several */
   attributes?: Metric.Metric.AttributeSet
-): Effect.Effect<Republisher> =>
-  Effect.gen(function*() {
-    const retention = PublishedRetention.open(dir, maxBytes)
-    const entriesGauge = attributes === undefined ? retainedEntries : Metric.withAttributes(retainedEntries, attributes)
-    const bytesGauge = attributes === undefined ? retainedBytes : Metric.withAttributes(retainedBytes, attributes)
-    if (retention.droppedTornBytes > 0) {
-      yield* Effect.logWarning("capture retention ended in a partly written batch (a crash while writing it); dropped it", {
-        bytes: retention.droppedTornBytes
-      })
-    }
-    let warnedFull = false
+): Effect.fn.Return<Republisher> {
+  const retention = PublishedRetention.open(dir, maxBytes)
+  const entriesGauge = attributes === undefined ? retainedEntries : Metric.withAttributes(retainedEntries, attributes)
+  const bytesGauge = attributes === undefined ? retainedBytes : Metric.withAttributes(retainedBytes, attributes)
+  if (retention.droppedTornBytes > 0) {
+    yield* Effect.logWarning("capture retention ended in a partly written batch (a crash while writing it); dropped it", {
+      bytes: retention.droppedTornBytes
+    })
+  }
+  let warnedFull = false
 
-    const measure = () => {
-      const stats = retention.stats
-      entriesGauge.updateUnsafe(stats.entries, context)
-      bytesGauge.updateUnsafe(stats.bytes, context)
+  const measure = () => {
+    const stats = retention.stats
+    entriesGauge.updateUnsafe(stats.entries, context)
+    bytesGauge.updateUnsafe(stats.bytes, context)
+  }
+  measure()
+
+  /** Everything kept goes back through the spool, under a producer of its own. */
+  const publishAgain = Effect.fnUntraced(function*(why: string) {
+    const batches = retention.takeAll()
+    const nextId = batchIds()
+    let captures = 0
+    for (const { payloads } of batches) {
+      spool.appendPublished(nextId(), payloads)
+      captures += payloads.length
     }
     measure()
-
-    /** Everything kept goes back through the spool, under a producer of its own. */
-    const publishAgain = Effect.fnUntraced(function*(why: string) {
-      const batches = retention.takeAll()
-      const nextId = batchIds()
-      let captures = 0
-      for (const { payloads } of batches) {
-        spool.appendPublished(nextId(), payloads)
-        captures += payloads.length
-      }
-      measure()
-      if (captures === 0) return
-      republished.updateUnsafe(captures, context)
-      yield* Effect.logWarning("Redis lost captures it held (restarted without persistence, or failed over); publishing them again", {
-        why,
-        captures
-      })
+    if (captures === 0) return
+    republished.updateUnsafe(captures, context)
+    yield* Effect.logWarning("Redis lost captures it held (restarted without persistence, or failed over); publishing them again", {
+      why,
+      captures
     })
+  })
 
-    const keep = Effect.fnUntraced(function*(batch: BatchId, head: string, payloads: ReadonlyArray<CapturePayload>) {
-      const dropped = retention.add(batch, head, payloads)
-      measure()
-      if (dropped === 0) {
-        warnedFull = false
-        return
-      }
-      forgotten.updateUnsafe(dropped, context)
-      if (warnedFull) return
-      warnedFull = true
-      yield* Effect.logWarning("capture retention full (LEDGER_CAPTURE_RETAIN_MB): the oldest uncommitted captures are protected by Redis alone", {
-        forgotten: dropped
-      })
+  const keep = Effect.fnUntraced(function*(batch: BatchId, head: string, payloads: ReadonlyArray<CapturePayload>) {
+    const dropped = retention.add(batch, head, payloads)
+    measure()
+    if (dropped === 0) {
+      warnedFull = false
+      return
+    }
+    forgotten.updateUnsafe(dropped, context)
+    if (warnedFull) return
+    warnedFull = true
+    yield* Effect.logWarning("capture retention full (LEDGER_CAPTURE_RETAIN_MB): the oldest uncommitted captures are protected by Redis alone", {
+      forgotten: dropped
     })
+  })
 
-    const published = (batch: BatchId, result: Published, payloads: ReadonlyArray<CapturePayload>) =>
-      Effect.gen(function*() {
-        if (result.previous < batch.seq - 1) {
-          yield* publishAgain(`batch ${batch.seq} of a producer found the stream holding only up to batch ${result.previous}`)
-        }
-        // an empty stream holds nothing of this batch: what it had was acknowledged and trimmed
-        if (result.head !== null) yield* keep(batch, result.head, payloads)
-      }).pipe(
-        Effect.catchDefect((cause) => Effect.logError("capture retention could not be written", { cause: String(cause) }))
-      )
-
-    const reconcile = Effect.gen(function*() {
-      const highest = retention.highestSeqs()
-      const progress = yield* stream.progress([...highest.keys()])
-      for (const [producer, seq] of highest) {
-        const held = progress.producers[producer] ?? 0
-        if (held < seq) return yield* publishAgain(`the stream holds batches of a producer up to ${held}, ${seq} were published`)
+  const published = (batch: BatchId, result: Published, payloads: ReadonlyArray<CapturePayload>) =>
+    Effect.gen(function*() {
+      if (result.previous < batch.seq - 1) {
+        yield* publishAgain(`batch ${batch.seq} of a producer found the stream holding only up to batch ${result.previous}`)
       }
-      if (progress.committedBefore !== null) {
-        retention.committedBefore(progress.committedBefore)
-        measure()
-      }
+      // an empty stream holds nothing of this batch: what it had was acknowledged and trimmed
+      if (result.head !== null) yield* keep(batch, result.head, payloads)
     }).pipe(
-      Effect.catchTag("StreamUnavailable", (error) => Effect.logDebug("capture retention check failed", { error: error.message })),
-      Effect.catchDefect((cause) => Effect.logError("capture retention check failed", { cause: String(cause) }))
+      Effect.catchDefect((cause) => Effect.logError("capture retention could not be written", { cause: String(cause) }))
     )
 
-    return {
-      get idle() {
-        return retention.isEmpty
-      },
-      published,
-      reconcile,
-      close: () => retention.close()
+  const reconcile = Effect.gen(function*() {
+    const highest = retention.highestSeqs()
+    const progress = yield* stream.progress([...highest.keys()])
+    for (const [producer, seq] of highest) {
+      const held = progress.producers[producer] ?? 0
+      if (held < seq) return yield* publishAgain(`the stream holds batches of a producer up to ${held}, ${seq} were published`)
     }
-  })
+    if (progress.committedBefore !== null) {
+      retention.committedBefore(progress.committedBefore)
+      measure()
+    }
+  }).pipe(
+    Effect.catchTag("StreamUnavailable", (error) => Effect.logDebug("capture retention check failed", { error: error.message })),
+    Effect.catchDefect((cause) => Effect.logError("capture retention check failed", { cause: String(cause) }))
+  )
+
+  return {
+    get idle() {
+      return retention.isEmpty
+    },
+    published,
+    reconcile,
+    close: () => retention.close()
+  }
+})

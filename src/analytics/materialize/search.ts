@@ -65,58 +65,57 @@ const postingRuns = (fresh: ReadonlyArray<{ readonly ledger_id: string; readonly
 }
 
 /** Inserts the search rows; yields the decisions that were not materialised before (the batch's real work). */
-export const insertSearchRows = (
+export const insertSearchRows = Effect.fnUntraced(function*(
   scope: WorkspaceScope,
   analyses: ReadonlyArray<DecisionAnalysis>
-) =>
-  Effect.gen(function*() {
-    const sql = yield* ScopedSql
-    const { tenant_id, workspace_id } = scope
-    // binary arrays, the vectors end to end in one: as JSON or array text, parsing them was a fifth of the statement
-    const vectors = new Array<number>(analyses.length * VECTOR_DIMENSIONS)
-    analyses.forEach((a, i) => {
-      for (let d = 0; d < VECTOR_DIMENSIONS; d++) vectors[i * VECTOR_DIMENSIONS + d] = a.vector[d]!
-    })
-    // a decision's postings are written only with its new search row, so they cannot be there already
-    const inserted = yield* sql<{ ledger_id: string; lexemes: ReadonlyArray<string> }>`
-      INSERT INTO decision_search (ledger_id, tenant_id, workspace_id, session_id, agent_id, created_at, document,
-        local_vector, model, call_signature)
-      SELECT t.ledger_id, ${tenant_id}::uuid, ${workspace_id}::uuid, t.session_id, t.agent_id, t.created_at,
-        to_tsvector(${LEXICAL_CONFIG}::regconfig, t.lexical_text),
-        ${reals(vectors)}[(t.n::int - 1) * ${VECTOR_DIMENSIONS} + 1 : t.n::int * ${VECTOR_DIMENSIONS}], t.model, t.call_signature
-      FROM ${zipped(sql, {
-        ledger_id: uuids(analyses.map((a) => a.decision.ledger_id)),
-        session_id: uuids(analyses.map((a) => a.decision.session_id)),
-        agent_id: texts(analyses.map((a) => a.decision.agent_id)),
-        created_at: times(analyses.map((a) => a.decision.created_at.getTime())),
-        lexical_text: texts(analyses.map((a) => a.lexicalText)),
-        model: texts(analyses.map((a) => `${a.decision.provider}/${a.decision.model}`)),
-        call_signature: texts(analyses.map((a) => a.signature)),
-        n: ints(analyses.map((_, i) => i + 1))
-      })} AS t
-      ON CONFLICT (ledger_id) DO NOTHING
-      RETURNING ledger_id::text AS ledger_id, tsvector_to_array(document) AS lexemes`
-    if (inserted.length === 0) return []
-    const fresh = new Map(inserted.map((row) => [row.ledger_id, row.lexemes]))
-    const written = analyses.filter((a) => fresh.has(a.decision.ledger_id))
-    const runs = postingRuns(written.map((a) => ({
-      ledger_id: a.decision.ledger_id,
-      us: a.decision.created_at.getTime() * 1_000,
-      lexemes: fresh.get(a.decision.ledger_id)!
-    })))
-    if (runs.lexemes.length > 0) {
-      yield* sql`
-        WITH blocks AS (
-          INSERT INTO search_posting_blocks (tenant_id, workspace_id, lexeme, newest, oldest, head, ledger_ids, created_ats)
-          SELECT ${tenant_id}::uuid, ${workspace_id}::uuid, r.lexeme, ats[r.first], ats[r.last], ids[r.first],
-            ids[r.first : r.last], ats[r.first : r.last]
-          FROM (SELECT ${uuids(runs.ids)}::uuid[] AS ids, ${times(runs.ats)}::timestamptz[] AS ats) AS batch,
-            ${zipped(sql, { lexeme: texts(runs.lexemes), first: ints(runs.firsts), last: ints(runs.lasts) })} AS r
-          RETURNING lexeme, cardinality(ledger_ids) AS doc_count
-        )
-        INSERT INTO search_terms (tenant_id, workspace_id, lexeme, doc_count)
-        SELECT ${tenant_id}::uuid, ${workspace_id}::uuid, lexeme, doc_count FROM blocks
-        ON CONFLICT (tenant_id, workspace_id, lexeme) DO UPDATE SET doc_count = search_terms.doc_count + EXCLUDED.doc_count`
-    }
-    return written
+) {
+  const sql = yield* ScopedSql
+  const { tenant_id, workspace_id } = scope
+  // binary arrays, the vectors end to end in one: as JSON or array text, parsing them was a fifth of the statement
+  const vectors = new Array<number>(analyses.length * VECTOR_DIMENSIONS)
+  analyses.forEach((a, i) => {
+    for (let d = 0; d < VECTOR_DIMENSIONS; d++) vectors[i * VECTOR_DIMENSIONS + d] = a.vector[d]!
   })
+  // a decision's postings are written only with its new search row, so they cannot be there already
+  const inserted = yield* sql<{ ledger_id: string; lexemes: ReadonlyArray<string> }>`
+    INSERT INTO decision_search (ledger_id, tenant_id, workspace_id, session_id, agent_id, created_at, document,
+      local_vector, model, call_signature)
+    SELECT t.ledger_id, ${tenant_id}::uuid, ${workspace_id}::uuid, t.session_id, t.agent_id, t.created_at,
+      to_tsvector(${LEXICAL_CONFIG}::regconfig, t.lexical_text),
+      ${reals(vectors)}[(t.n::int - 1) * ${VECTOR_DIMENSIONS} + 1 : t.n::int * ${VECTOR_DIMENSIONS}], t.model, t.call_signature
+    FROM ${zipped(sql, {
+      ledger_id: uuids(analyses.map((a) => a.decision.ledger_id)),
+      session_id: uuids(analyses.map((a) => a.decision.session_id)),
+      agent_id: texts(analyses.map((a) => a.decision.agent_id)),
+      created_at: times(analyses.map((a) => a.decision.created_at.getTime())),
+      lexical_text: texts(analyses.map((a) => a.lexicalText)),
+      model: texts(analyses.map((a) => `${a.decision.provider}/${a.decision.model}`)),
+      call_signature: texts(analyses.map((a) => a.signature)),
+      n: ints(analyses.map((_, i) => i + 1))
+    })} AS t
+    ON CONFLICT (ledger_id) DO NOTHING
+    RETURNING ledger_id::text AS ledger_id, tsvector_to_array(document) AS lexemes`
+  if (inserted.length === 0) return []
+  const fresh = new Map(inserted.map((row) => [row.ledger_id, row.lexemes]))
+  const written = analyses.filter((a) => fresh.has(a.decision.ledger_id))
+  const runs = postingRuns(written.map((a) => ({
+    ledger_id: a.decision.ledger_id,
+    us: a.decision.created_at.getTime() * 1_000,
+    lexemes: fresh.get(a.decision.ledger_id)!
+  })))
+  if (runs.lexemes.length > 0) {
+    yield* sql`
+      WITH blocks AS (
+        INSERT INTO search_posting_blocks (tenant_id, workspace_id, lexeme, newest, oldest, head, ledger_ids, created_ats)
+        SELECT ${tenant_id}::uuid, ${workspace_id}::uuid, r.lexeme, ats[r.first], ats[r.last], ids[r.first],
+          ids[r.first : r.last], ats[r.first : r.last]
+        FROM (SELECT ${uuids(runs.ids)}::uuid[] AS ids, ${times(runs.ats)}::timestamptz[] AS ats) AS batch,
+          ${zipped(sql, { lexeme: texts(runs.lexemes), first: ints(runs.firsts), last: ints(runs.lasts) })} AS r
+        RETURNING lexeme, cardinality(ledger_ids) AS doc_count
+      )
+      INSERT INTO search_terms (tenant_id, workspace_id, lexeme, doc_count)
+      SELECT ${tenant_id}::uuid, ${workspace_id}::uuid, lexeme, doc_count FROM blocks
+      ON CONFLICT (tenant_id, workspace_id, lexeme) DO UPDATE SET doc_count = search_terms.doc_count + EXCLUDED.doc_count`
+  }
+  return written
+})
