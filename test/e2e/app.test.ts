@@ -12,7 +12,7 @@ import { createRequire } from "node:module"
 import type { Browser, Page } from "playwright-core"
 import { AppSessions } from "../../src/auth/AppSessions.ts"
 import { type AppStack, appStack } from "../support/app-stack.ts"
-import { launchBrowser, openPage, screenshot } from "../support/browser.ts"
+import { launchBrowser, openPage, screenshot, signUpOnPage } from "../support/browser.ts"
 import { gatewayClient } from "../support/openai-client.ts"
 
 const PROVIDER_KEY = "sk-provider-app-0123456789"
@@ -88,14 +88,7 @@ layer(AppLive, { timeout: 240_000, excludeTestServices: true })("the app in a br
       // --- sign up: the keys are shown once, with setup snippets
       yield* go(page, `${app.baseUrl}/signup`)
       yield* check(page, "signup")
-      yield* Effect.promise(async () => {
-        await page.getByLabel("Organisation").fill("Initech")
-        await page.getByLabel("First workspace").fill("production")
-        await page.getByLabel("Email").fill("ann@initech.test")
-        await page.getByLabel("Password").fill(PASSWORD)
-        await page.getByRole("button", { name: "Create organisation" }).click()
-        await page.waitForURL(`${app.baseUrl}/signup`)
-      })
+      yield* signUpOnPage(page, app.baseUrl, { organisation: "Initech", email: "ann@initech.test", password: PASSWORD })
       yield* check(page, "keys-once")
       // copy the Gateway Key as a person does: its Copy button, then the clipboard
       yield* Effect.promise(() => page.context().grantPermissions(["clipboard-read", "clipboard-write"], { origin: app.baseUrl }))

@@ -3,19 +3,18 @@
  * credential (a burst spent on one is spent on the other); without it each limits on its own. Against the local Redis.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Effect, Layer, Option, Redacted } from "effect"
-import { LedgerConfig } from "../../src/config/LedgerConfig.ts"
+import { Effect, Option, Redacted } from "effect"
 import { RequestRateLimit } from "../../src/serving/RequestRateLimit.ts"
 import { TEST_REDIS_URL, testKeyPrefix } from "../support/redis.ts"
-import { testSettings } from "../support/settings.ts"
+import { serviceOn } from "../support/settings.ts"
 
 /** One API replica's limit: 2 requests a second, bursts of 4. */
 const replica = (streamKey: string, redis: boolean, redisUrl = TEST_REDIS_URL) =>
-  Layer.build(RequestRateLimit.layer.pipe(Layer.provide(LedgerConfig.layerFrom(testSettings({
+  serviceOn(RequestRateLimit.layer, RequestRateLimit, {
     apiRateLimit: 2,
     streamKey,
     redisUrl: redis ? Option.some(Redacted.make(redisUrl)) : Option.none()
-  }))))).pipe(Effect.map(Context.get(RequestRateLimit)))
+  })
 
 const takes = (limit: RequestRateLimit["Service"], key: string, count: number) =>
   Effect.forEach(Array.from({ length: count }), () => limit.take(key))

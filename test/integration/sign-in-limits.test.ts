@@ -4,17 +4,13 @@
  * unreachable at start, a replica limits on its own. Against the local Redis.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Effect, Layer, Option, Redacted } from "effect"
+import { Effect, Option, Redacted } from "effect"
 import { MAX_FAILURES, PER_ADDRESS_PER_MINUTE, SignInLimiter } from "../../src/auth/SignInLimiter.ts"
-import { LedgerConfig } from "../../src/config/LedgerConfig.ts"
 import { TEST_REDIS_URL, testKeyPrefix } from "../support/redis.ts"
-import { testSettings } from "../support/settings.ts"
+import { serviceOn } from "../support/settings.ts"
 
 const replica = (streamKey: string, redisUrl: string) =>
-  Layer.build(SignInLimiter.layer.pipe(Layer.provide(LedgerConfig.layerFrom(testSettings({
-    streamKey,
-    redisUrl: Option.some(Redacted.make(redisUrl))
-  }))))).pipe(Effect.map(Context.get(SignInLimiter)))
+  serviceOn(SignInLimiter.layer, SignInLimiter, { streamKey, redisUrl: Option.some(Redacted.make(redisUrl)) })
 
 describe("sign-in limits across replicas", () => {
   it.live("failures on one replica lock the account on the other; a success clears them; attempts per address are shared", () =>

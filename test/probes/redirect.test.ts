@@ -10,7 +10,7 @@ import fc from "fast-check"
 import type { Browser, Page } from "playwright-core"
 import { localPath } from "../../src/auth/browser.ts"
 import { type AppStack, appStack } from "../support/app-stack.ts"
-import { launchBrowser, openPage, screenshot } from "../support/browser.ts"
+import { launchBrowser, openPage, screenshot, signUpOnPage } from "../support/browser.ts"
 
 const PASSWORD = "correct horse battery staple"
 const BASE = "https://ledger.example"
@@ -81,15 +81,8 @@ layer(SiteLive, { timeout: 180_000, excludeTestServices: true })("sign-in redire
       const { app, browser } = yield* Site
       const stayHere = (url: string) => url.startsWith(app.baseUrl)
       const { page, requests } = yield* openPage(browser, { allow: stayHere })
-      yield* Effect.promise(async () => {
-        await page.goto(`${app.baseUrl}/signup`)
-        await page.getByLabel("Organisation").fill("Probe Org")
-        await page.getByLabel("First workspace").fill("production")
-        await page.getByLabel("Email").fill("probe@redirect.test")
-        await page.getByLabel("Password").fill(PASSWORD)
-        await page.getByRole("button", { name: "Create organisation" }).click()
-        await page.waitForURL(`${app.baseUrl}/signup`)
-      })
+      yield* Effect.promise(() => page.goto(`${app.baseUrl}/signup`))
+      yield* signUpOnPage(page, app.baseUrl, { organisation: "Probe Org", email: "probe@redirect.test", password: PASSWORD })
       const hostile = [...HOSTILE, `${app.baseUrl}//other.host/x`, `${app.baseUrl.replace("http:", "http:\t")}@other.host/`]
 
       // signed in: GET /signin?next=… redirects at once

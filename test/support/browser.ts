@@ -92,3 +92,14 @@ export const screenshot = (page: Page, name: string, options: { readonly fullPag
     await page.screenshot({ path, fullPage: options.fullPage ?? true })
     return path
   })
+
+/** Signs up an organisation on the app's /signup form, as a person does (the page must show the form). */
+export const signUpOnPage = (page: Page, baseUrl: string, account: { readonly organisation: string; readonly email: string; readonly password: string }) =>
+  Effect.promise(async () => {
+    await page.getByLabel("Organisation").fill(account.organisation)
+    await page.getByLabel("First workspace").fill("production")
+    await page.getByLabel("Email").fill(account.email)
+    await page.getByLabel("Password").fill(account.password)
+    await page.getByRole("button", { name: "Create organisation" }).click()
+    await page.waitForURL(`${baseUrl}/signup`)
+  })

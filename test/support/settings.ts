@@ -1,8 +1,8 @@
 /** A complete LedgerSettings for tests: the defaults of LedgerConfig, embedded database and stream. */
-import { Option } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
 import * as Os from "node:os"
 import * as Path from "node:path"
-import { defaultAnalyticsSettings, type LedgerSettings } from "../../src/config/LedgerConfig.ts"
+import { defaultAnalyticsSettings, LedgerConfig, type LedgerSettings } from "../../src/config/LedgerConfig.ts"
 
 export const testSettings = (overrides: Partial<LedgerSettings> = {}): LedgerSettings => ({
   host: "127.0.0.1",
@@ -60,3 +60,7 @@ export const testSettings = (overrides: Partial<LedgerSettings> = {}): LedgerSet
   analytics: defaultAnalyticsSettings,
   ...overrides
 })
+
+/** A service built from its layer on `testSettings(overrides)`, for the scope: one process's instance of it. */
+export const serviceOn = <I, S, E>(layer: Layer.Layer<I, E, LedgerConfig>, service: Context.Key<I, S>, overrides: Partial<LedgerSettings>) =>
+  Layer.build(layer.pipe(Layer.provide(LedgerConfig.layerFrom(testSettings(overrides))))).pipe(Effect.map(Context.get(service)))

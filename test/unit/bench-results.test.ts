@@ -106,31 +106,31 @@ describe("bench/notes", () => {
     }
   })
 
-  it("every link to a note's anchor resolves to one of its headings", () => {
+  /** Checks every citation of one kind in every file against the note it names; at least 20 are checked. */
+  const eachCitation = <C extends { readonly note: string }>(
+    kind: (file: string) => ReadonlyArray<C>,
+    check: (where: string, note: NonNullable<ReturnType<typeof notes.get>>, citation: C) => void
+  ) => {
     let checked = 0
     for (const file of files) {
-      for (const { anchor, note } of citations(file).links) {
+      for (const citation of kind(file)) {
         checked++
-        const target = notes.get(note)
-        assert.isDefined(target, `${Path.relative(".", file)} links to bench/notes/${note}, which does not exist`)
-        assert.isTrue(target!.anchors.has(anchor), `${Path.relative(".", file)} links to ${note}#${anchor}: no such heading`)
+        const where = Path.relative(".", file)
+        const target = notes.get(citation.note)
+        assert.isDefined(target, `${where} cites bench/notes/${citation.note}, which does not exist`)
+        check(where, target!, citation)
       }
     }
     assert.isAtLeast(checked, 20)
-  })
+  }
 
-  it("every citation of a note by heading names one of its headings", () => {
-    let checked = 0
-    for (const file of files) {
-      for (const { heading, note } of citations(file).quoted) {
-        checked++
-        const target = notes.get(note)
-        assert.isDefined(target, `${Path.relative(".", file)} cites bench/notes/${note}, which does not exist`)
-        assert.include(target!.headings, heading, `${Path.relative(".", file)} cites ${note}, "${heading}": no such heading`)
-      }
-    }
-    assert.isAtLeast(checked, 20)
-  })
+  it("every link to a note's anchor resolves to one of its headings", () =>
+    eachCitation((file) => citations(file).links, (where, target, { anchor, note }) =>
+      assert.isTrue(target.anchors.has(anchor), `${where} links to ${note}#${anchor}: no such heading`)))
+
+  it("every citation of a note by heading names one of its headings", () =>
+    eachCitation((file) => citations(file).quoted, (where, target, { heading, note }) =>
+      assert.include(target.headings, heading, `${where} cites ${note}, "${heading}": no such heading`)))
 
   it("nothing cites a section of bench/RESULTS.md any more", () => {
     for (const file of files) {
