@@ -5,7 +5,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Option, Redacted } from "effect"
 import { RequestRateLimit } from "../../src/serving/RequestRateLimit.ts"
-import { TEST_REDIS_URL, testKeyPrefix } from "../support/redis.ts"
+import { replicasOnRedis, TEST_REDIS_URL } from "../support/redis.ts"
 import { serviceOn } from "../support/settings.ts"
 
 /** One API replica's limit: 2 requests a second, bursts of 4. */
@@ -22,9 +22,7 @@ const takes = (limit: RequestRateLimit["Service"], key: string, count: number) =
 describe("REST rate limit across replicas", () => {
   it.live("with Redis, a burst spent on one replica is spent on the other; the bucket refills at the rate", () =>
     Effect.gen(function*() {
-      const streamKey = `${yield* testKeyPrefix("ratelimit")}captures`
-      const a = yield* replica(streamKey, true)
-      const b = yield* replica(streamKey, true)
+      const [a, b] = yield* replicasOnRedis("ratelimit", (streamKey) => replica(streamKey, true))
       assert.deepStrictEqual(yield* takes(a, "token-1", 4), [0, 0, 0, 0], "the burst")
       const refused = yield* b.take("token-1")
       assert.strictEqual(refused, 1, "the other replica refuses, with Retry-After 1 s")

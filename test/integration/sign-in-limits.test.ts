@@ -6,7 +6,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Option, Redacted } from "effect"
 import { MAX_FAILURES, PER_ADDRESS_PER_MINUTE, SignInLimiter } from "../../src/auth/SignInLimiter.ts"
-import { TEST_REDIS_URL, testKeyPrefix } from "../support/redis.ts"
+import { replicasOnRedis, TEST_REDIS_URL } from "../support/redis.ts"
 import { serviceOn } from "../support/settings.ts"
 
 const replica = (streamKey: string, redisUrl: string) =>
@@ -15,9 +15,7 @@ const replica = (streamKey: string, redisUrl: string) =>
 describe("sign-in limits across replicas", () => {
   it.live("failures on one replica lock the account on the other; a success clears them; attempts per address are shared", () =>
     Effect.gen(function*() {
-      const streamKey = `${yield* testKeyPrefix("signin")}captures`
-      const a = yield* replica(streamKey, TEST_REDIS_URL)
-      const b = yield* replica(streamKey, TEST_REDIS_URL)
+      const [a, b] = yield* replicasOnRedis("signin", (streamKey) => replica(streamKey, TEST_REDIS_URL))
       for (let i = 0; i < MAX_FAILURES; i++) {
         assert.strictEqual(yield* a.attempt("Ann@acme.test", `10.0.0.${i}`), 0)
         yield* a.failed("Ann@acme.test")

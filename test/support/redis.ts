@@ -48,3 +48,7 @@ export const streamLength = (url: string, key: string) =>
       client.destroy()
     }
   })
+
+/** Two processes' instances of a service on the test Redis, sharing a fresh key prefix (as their stream key). */
+export const replicasOnRedis = <S, E, R>(name: string, replica: (streamKey: string) => Effect.Effect<S, E, R>) =>
+  Effect.flatMap(testKeyPrefix(name), (prefix) => Effect.all([replica(`${prefix}captures`), replica(`${prefix}captures`)]))
